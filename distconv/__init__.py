@@ -1,0 +1,15 @@
+"""distconv: convolution, stencils, scans, reductions, histograms and k-means over large
+N-D arrays (numpy, cupy, dask, xarray), on every GPU of a node.
+
+Importing distconv never imports cupy and never touches a GPU.
+"""
+
+from .api import (  # noqa: F401
+    convolve,
+    convolve1d,
+    correlate,
+    correlate1d,
+    gaussian_filter,
+)
+
+__version__ = "0.1.0"

@@ -1,0 +1,45 @@
+"""Correlation of one block or halo tile: scipy.ndimage on numpy, kernels/convolve.cu on cupy.
+
+``correlate`` takes an N-D mask (the graph layer has already turned convolve into correlate);
+``correlate_passes`` runs 1-D masks along axes in turn (separable filters, correlate1d).
+Both return only the tile's centre: the halos are read, never written, and never padded.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.ndimage as ndi
+
+from . import is_cupy
+from .modes import MODES
+from .tile import Tile
+
+
+def correlate(block, weights: np.ndarray, mode: str, cval: float, origin: tuple):
+    """scipy.ndimage.correlate of the tile's centre; ``weights`` has the block's ndim."""
+    tile = Tile.of(block)
+    if is_cupy(tile.centre):
+        from ..cuda import convolve as cuda_convolve
+
+        return cuda_convolve.correlate(tile, weights, mode, cval, origin)
+    ext = tile.assemble()
+    out = ndi.correlate(ext, weights, mode=mode, cval=cval, origin=list(origin))
+    return out[tile.interior()]
+
+
+def correlate_passes(block, passes: list, mode: str, cval: float):
+    """Apply ``passes`` = [(axis, weights1d, origin), ...] in order, as scipy chains 1-D filters
+    (each intermediate in the input's dtype, as scipy.ndimage.gaussian_filter does)."""
+    tile = Tile.of(block)
+    if is_cupy(tile.centre):
+        from ..cuda import convolve as cuda_convolve
+
+        return cuda_convolve.correlate_passes(tile, passes, mode, cval)
+    ext = tile.assemble()
+    for axis, w, origin in passes:
+        ext = ndi.correlate1d(ext, w, axis=axis, mode=mode, cval=cval, origin=origin)
+    return ext[tile.interior()]
+
+
+def mode_code(mode: str) -> int:
+    return MODES[mode]

@@ -1,0 +1,71 @@
+"""The ``distconv`` command: info, run, bench. Errors print one line and exit 2."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .cluster import ClusterConfigError
+
+
+def _fail(msg: str):
+    click.echo(f"distconv: error: {msg}", err=True)
+    sys.exit(2)
+
+
+@click.group()
+@click.version_option(package_name="distconv")
+def main():
+    """Convolution, stencils, scans, histograms and k-means over Zarr arrays on every GPU."""
+
+
+@main.command()
+@click.option("--cluster", "cluster_path", default=None, help="cluster YAML (default ./cluster.yaml)")
+def info(cluster_path):
+    """Versions, GPUs and the resolved cluster configuration."""
+    from . import info as info_mod
+
+    try:
+        click.echo(info_mod.report(cluster_path))
+    except (ClusterConfigError, ValueError) as e:
+        _fail(str(e))
+
+
+@main.command()
+@click.argument("workflow_path", metavar="WORKFLOW.yaml")
+@click.option("--cluster", "cluster_path", default=None, help="cluster YAML (default ./cluster.yaml)")
+@click.option("--overwrite", is_flag=True, help="replace existing outputs")
+@click.option("--no-progress", is_flag=True, help="no progress bar")
+def run(workflow_path, cluster_path, overwrite, no_progress):
+    """Run a batch workflow on the cluster."""
+    from . import workflow
+    from .cluster import cluster, load_config
+
+    try:
+        wf = workflow.load(workflow_path)
+        load_config(cluster_path)
+        with cluster(cluster_path) as client:
+            summary = workflow.run(wf, client, overwrite=overwrite or None, progress=not no_progress)
+    except (workflow.WorkflowError, ClusterConfigError, ValueError, TypeError, FileNotFoundError) as e:
+        _fail(str(e))
+    click.echo(workflow.format_summary(summary))
+
+
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def bench(args):
+    """Run the benchmark table (needs a GPU); arguments go to benchmarks/."""
+    from pathlib import Path
+    import runpy
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / "benchmarks" / "__main__.py").is_file():
+        _fail("benchmarks/ not found: run from a source checkout")
+    sys.argv = ["benchmarks", *args]
+    sys.path.insert(0, str(root))
+    runpy.run_module("benchmarks", run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""cluster.yaml (or a dict) -> a running dask Client: LocalCUDACluster, LocalCluster or an
+existing scheduler. The client never touches a GPU: GPUs are counted with nvidia-smi."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import yaml
+
+DEFAULTS = {
+    "type": "auto",                 # auto | cuda | cpu | address
+    "address": None,                # tcp://host:8786 when type is address
+    "n_workers": None,              # cuda: one per visible GPU; cpu: min(4, cores)
+    "threads_per_worker": None,     # cuda: 8 (Zarr decode/encode runs on these); cpu: cores/workers
+    "processes": True,              # cpu only: False runs workers as threads of this process
+    "memory_limit": "auto",
+    "device_memory_limit": None,    # cuda: spill to host above this (e.g. "60GB", 0.8)
+    "rmm_pool_size": None,          # cuda: e.g. "40GB"
+    "protocol": "tcp",
+    "dashboard_address": "127.0.0.1:8787",
+    "host": "127.0.0.1",            # the scheduler binds here unless told otherwise
+    "local_directory": None,
+    "tls": None,                    # {ca_file, cert, key} for multi-node clusters
+    "timeout": "10s",               # connecting to an address
+}
+TYPES = ("auto", "cuda", "cpu", "address")
+
+
+class ClusterConfigError(ValueError):
+    pass
+
+
+def load_config(config=None) -> dict:
+    """Merge ``config`` (path, dict or None -> ./cluster.yaml if present) over the defaults."""
+    if config is None:
+        config = "cluster.yaml" if Path("cluster.yaml").is_file() else {}
+    if isinstance(config, (str, os.PathLike)):
+        path = Path(config)
+        if not path.is_file():
+            raise ClusterConfigError(f"cluster config {str(path)!r} does not exist")
+        config = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(config, dict):
+        raise ClusterConfigError(f"cluster config must be a mapping, got {type(config).__name__}")
+    config = dict(config.get("cluster", config))
+    unknown = sorted(set(config) - set(DEFAULTS))
+    if unknown:
+        raise ClusterConfigError(f"unknown cluster key {unknown[0]!r}; allowed: {', '.join(DEFAULTS)}")
+    cfg = {**DEFAULTS, **config}
+    if cfg["type"] not in TYPES:
+        raise ClusterConfigError(f"cluster key 'type' is {cfg['type']!r}; allowed: {', '.join(TYPES)}")
+    if cfg["type"] == "address" and not cfg["address"]:
+        raise ClusterConfigError("cluster key 'address' is required when type is 'address'")
+    for key in ("n_workers", "threads_per_worker"):
+        v = cfg[key]
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise ClusterConfigError(f"cluster key {key!r} must be a positive integer, got {v!r}")
+    if cfg["protocol"] not in ("tcp", "tls", "ucx", "inproc"):
+        raise ClusterConfigError(f"cluster key 'protocol' is {cfg['protocol']!r}; allowed: tcp, tls, ucx, inproc")
+    if cfg["tls"] is not None:
+        if not isinstance(cfg["tls"], dict) or set(cfg["tls"]) - {"ca_file", "cert", "key"}:
+            raise ClusterConfigError("cluster key 'tls' must be a mapping with ca_file, cert, key")
+    if not isinstance(cfg["processes"], bool):
+        raise ClusterConfigError(f"cluster key 'processes' must be true or false, got {cfg['processes']!r}")
+    return cfg
+
+
+def gpu_count() -> int:
+    """GPUs visible to this process, from nvidia-smi (no CUDA context in the client)."""
+    if not shutil.which("nvidia-smi"):
+        return 0
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    n = sum(1 for line in out.splitlines() if line.startswith("GPU "))
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        n = min(n, len([v for v in visible.split(",") if v.strip()]))
+    return n
+
+
+def gpu_stack_available() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("cupy", "dask_cuda"))
+
+
+def resolve_type(cfg: dict) -> str:
+    kind = cfg["type"]
+    if kind == "auto":
+        return "cuda" if gpu_count() and gpu_stack_available() else "cpu"
+    if kind == "cuda":
+        if not gpu_count():
+            raise ClusterConfigError("cluster type 'cuda' asked for, but nvidia-smi lists no GPU")
+        if not gpu_stack_available():
+            raise ClusterConfigError("cluster type 'cuda' needs the GPU extra: "
+                                     "pip install 'distconv[cuda13]' (or cuda12)")
+    return kind
+
+
+def _security(cfg: dict):
+    if not cfg["tls"]:
+        return None
+    from distributed.security import Security
+
+    t = cfg["tls"]
+    return Security(tls_ca_file=t.get("ca_file"), tls_client_cert=t.get("cert"),
+                    tls_client_key=t.get("key"), require_encryption=True)
+
+
+def make_cluster(cfg: dict):
+    kind = resolve_type(cfg)
+    common = {k: cfg[k] for k in ("dashboard_address", "local_directory", "memory_limit")
+              if cfg[k] is not None}
+    if kind == "cuda":
+        from dask_cuda import LocalCUDACluster
+
+        kw = {k: cfg[k] for k in ("device_memory_limit", "rmm_pool_size") if cfg[k] is not None}
+        if cfg["n_workers"]:
+            kw["n_workers"] = cfg["n_workers"]
+        return LocalCUDACluster(protocol=cfg["protocol"], host=cfg["host"],
+                                threads_per_worker=cfg["threads_per_worker"] or 8,
+                                security=_security(cfg), **kw, **common)
+    from distributed import LocalCluster
+
+    cores = os.cpu_count() or 1
+    n = cfg["n_workers"] or min(4, cores)
+    threads = cfg["threads_per_worker"] or max(1, cores // n)
+    return LocalCluster(n_workers=n, threads_per_worker=threads, processes=cfg["processes"],
+                        host=cfg["host"], security=_security(cfg), **common)
+
+
+@contextlib.contextmanager
+def cluster(config=None, *, quiet: bool = False):
+    """Context manager yielding a dask Client on the configured cluster.
+
+    ``config``: path to a YAML file, a dict, or None (./cluster.yaml, else the defaults).
+    """
+    from distributed import Client
+
+    cfg = load_config(config)
+    if cfg["type"] == "address":
+        try:
+            client = Client(cfg["address"], timeout=cfg["timeout"], security=_security(cfg))
+        except (OSError, TimeoutError) as e:
+            raise ClusterConfigError(f"cannot reach the scheduler at {cfg['address']!r}: {e}") from None
+        owned = None
+    else:
+        owned = make_cluster(cfg)
+        client = Client(owned)
+    try:
+        if not quiet:
+            print(f"distconv: dashboard at {client.dashboard_link}", flush=True)
+        yield client
+    finally:
+        client.close()
+        if owned is not None:
+            owned.close()

@@ -1,0 +1,136 @@
+"""Launchers for kernels/convolve.cu (cupy blocks)."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..chunk.modes import MODES
+from ..chunk.tile import Tile
+from . import loader
+from .masks import slots_for
+from .tile import axis_groups, dc_tile, group_sizes
+from .types import ctype, scalar
+
+MAX_TILED = 32  # the register-tiled kernel unrolls mask rows/columns up to this size
+
+
+def compute_dtype(dtype) -> np.dtype:
+    """float32 stays float32; everything else is computed in float64 (as scipy does)."""
+    return np.dtype(np.float32) if np.dtype(dtype) == np.float32 else np.dtype(np.float64)
+
+
+def _as_compute(tile: Tile, T) -> Tile:
+    if tile.centre.dtype == T:
+        return tile
+    import cupy
+
+    return Tile(cupy.ascontiguousarray(tile.centre, dtype=T), tile.halo,
+                {d: p.astype(T) for d, p in tile.pieces.items()})
+
+
+def correlate(tile: Tile, weights: np.ndarray, mode: str, cval: float, origin: tuple):
+    import cupy
+
+    dtype = tile.centre.dtype
+    T = compute_dtype(dtype)
+    tile = _as_compute(_contiguous(tile), T)
+    mask_axes = {a for a in range(tile.ndim) if weights.shape[a] > 1}
+    gs = axis_groups(tile, mask_axes)
+    k3 = tuple(weights.shape[g[0]] if len(g) == 1 else 1 for g in gs)
+    offs = tuple(_offset(tile, g, weights.shape, origin) for g in gs)
+    out = cupy.empty(tile.centre.shape, dtype=T)
+    if out.size:
+        launch(dc_tile(tile, gs), out, group_sizes(out.shape, gs), offs,
+               np.asarray(weights, dtype=T).reshape(k3), MODES[mode], cval)
+    return out if T == dtype else out.astype(dtype)
+
+
+def correlate_passes(tile: Tile, passes: list, mode: str, cval: float):
+    """Separable passes. Each pass reads the previous result, still extended along the axes to
+    come, and writes it with its own axis trimmed to the centre; the first pass reads the
+    halo tile itself, so nothing is ever assembled."""
+    import cupy
+
+    dtype = tile.centre.dtype
+    T = compute_dtype(dtype)
+    cur = _as_compute(_contiguous(tile), T)
+    lo_ext = [lo for lo, _ in tile.halo]  # extension still carried at the low end of each axis
+    for i, (axis, w, origin) in enumerate(passes):
+        shape = list(cur.extended_shape)
+        shape[axis] = tile.centre.shape[axis]
+        gs = axis_groups(cur, {axis})
+        k3 = tuple(len(w) if g == [axis] else 1 for g in gs)
+        offs = tuple(lo_ext[axis] - (len(w) // 2 + origin) if g == [axis] else 0 for g in gs)
+        out = cupy.empty(tuple(shape), dtype=T)
+        if out.size:
+            launch(dc_tile(cur, gs), out, group_sizes(out.shape, gs), offs,
+                   np.asarray(w, dtype=T).reshape(k3), MODES[mode], cval)
+        if T != dtype and i < len(passes) - 1:  # scipy keeps intermediates in the input dtype
+            out = out.astype(dtype).astype(T)
+        lo_ext[axis] = 0
+        cur = Tile.of(out)
+    res = cur.centre
+    return res if T == dtype else res.astype(dtype)
+
+
+def _offset(tile: Tile, group: list, kshape, origin) -> int:
+    if len(group) != 1:
+        return 0
+    a = group[0]
+    return tile.halo[a][0] - (kshape[a] // 2 + origin[a])
+
+
+def _contiguous(tile: Tile) -> Tile:
+    import cupy
+
+    if tile.centre.flags.c_contiguous:
+        return tile
+    return Tile(cupy.ascontiguousarray(tile.centre), tile.halo, tile.pieces)
+
+
+def launch(src, out, out3, offs, mask3: np.ndarray, mode: int, cval: float):
+    """Run the best correlate kernel for mask3 (KD, KH, KW) writing out (viewed as out3)."""
+    T = out.dtype
+    KD, KH, KW = mask3.shape
+    mod_args = (src, out, *(np.int64(v) for v in out3), *(np.int64(v) for v in offs), np.int32(KD))
+    tail = (np.int32(mode), scalar(cval, T))
+    oD, oH, oW = out3
+    if KH <= MAX_TILED and KW <= MAX_TILED:
+        BX, BY, PX, PY = (256, 1, 4, 1) if oH == 1 else (32, 8, 4, 4 if T == np.float32 else 2)
+        vn = 16 // T.itemsize
+        wn = -(-(PX + KW - 1) // vn) * vn
+        smem = (BY * PY + KH - 1) * ((BX - 1) * PX + wn) * T.itemsize
+        grid = (-(-oW // (BX * PX)), min(-(-oH // (BY * PY)), 65535), min(oD, 65535))
+        block = (BX, BY, 1)
+        cmask = mask3.size <= 1024
+        name = loader.template("distconv_correlate_tiled", ctype(T), KH, KW, BX, BY, PX, PY, cmask)
+        args_extra = ()
+    else:
+        cmask = mask3.size <= 1024
+        smem = 0
+        total = oD * oH * oW
+        grid, block = (min(-(-total // 256), 65535 * 16),), (256,)
+        name = loader.template("distconv_correlate_direct", ctype(T), cmask)
+        args_extra = (np.int32(KH), np.int32(KW))
+    fn = loader.function("convolve", name, smem)
+    wdev = _device_mask(mask3.tobytes(), T.str, mask3.shape)
+    if cmask:
+        with slots_for(loader.module("convolve", name), T).use(mask3) as slot:
+            fn(grid, block, mod_args + args_extra + tail + (np.int32(slot), wdev), shared_mem=smem)
+    else:
+        fn(grid, block, mod_args + args_extra + tail + (np.int32(-1), wdev), shared_mem=smem)
+
+
+@functools.lru_cache(maxsize=64)
+def _device_mask_cached(device: int, data: bytes, dtype: str, shape: tuple):
+    import cupy
+
+    return cupy.asarray(np.frombuffer(data, dtype=dtype).reshape(shape))
+
+
+def _device_mask(data: bytes, dtype: str, shape: tuple):
+    import cupy
+
+    return _device_mask_cached(cupy.cuda.runtime.getDevice(), data, dtype, shape)

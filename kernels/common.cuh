@@ -1,0 +1,138 @@
+// distconv common device helpers: boundary modes, halo tiles, scan/reduce operators.
+// Inlined by distconv/cuda/loader.py into every kernel source, so the compile cache key
+// covers this header too.
+#pragma once
+
+typedef long long i64;
+
+// ---- boundary modes (scipy.ndimage names; values fixed in distconv/chunk/_modes.py) -------
+#define DC_CONSTANT 0
+#define DC_REFLECT 1   // d c b a | a b c d | d c b a
+#define DC_NEAREST 2   // a a a a | a b c d | d d d d
+#define DC_MIRROR 3    //   d c b | a b c d | c b a
+#define DC_WRAP 4      // a b c d | a b c d | a b c d
+
+// Map index i onto [0, n) by the boundary mode. Returns false for "use cval".
+__device__ __forceinline__ bool dc_remap(i64 &i, i64 n, int mode) {
+    if (i >= 0 && i < n) return true;
+    switch (mode) {
+    case DC_CONSTANT: return false;
+    case DC_NEAREST: i = i < 0 ? 0 : n - 1; return true;
+    case DC_WRAP: i %= n; if (i < 0) i += n; return true;
+    case DC_REFLECT: {
+        i64 p = 2 * n; i %= p; if (i < 0) i += p;
+        if (i >= n) i = p - 1 - i;
+        return true;
+    }
+    default: {  // DC_MIRROR
+        if (n == 1) { i = 0; return true; }
+        i64 p = 2 * n - 2; i %= p; if (i < 0) i += p;
+        if (i >= n) i = p - i;
+        return true;
+    }
+    }
+}
+
+// ---- halo tile: a chunk's centre plus the halo pieces its neighbours sent -----------------
+// Up to 3 axes (z, y, x); along each axis three segments: low halo, centre, high halo.
+// Piece (sz, sy, sx) is a C-contiguous array of shape (len[sz], len[3+sy], len[6+sx]).
+// Missing pieces have length 0 along the axis that lacks them; the kernel never reads them.
+// The extended coordinate range along axis a is [0, len[3a] + len[3a+1] + len[3a+2]).
+// Layout matches numpy dtype [('ptr', '<u8', (27,)), ('len', '<i8', (9,))].
+struct DcTile {
+    unsigned long long ptr[27];
+    i64 len[9];
+};
+
+__device__ __forceinline__ i64 dc_extent(const DcTile &t, int axis) {
+    return t.len[3 * axis] + t.len[3 * axis + 1] + t.len[3 * axis + 2];
+}
+
+__device__ __forceinline__ int dc_segment(i64 &i, const i64 *len3) {
+    if (i < len3[0]) return 0;
+    i -= len3[0];
+    if (i < len3[1]) return 1;
+    i -= len3[1];
+    return 2;
+}
+
+// Value at extended coordinate (z, y, x), the boundary mode applied at the tile's edges
+// (which are global edges: interior edges always carry a full halo).
+template <typename T>
+__device__ __forceinline__ T dc_tile_load(const DcTile &t, i64 z, i64 y, i64 x, int mode, T cval) {
+    if (!dc_remap(z, dc_extent(t, 0), mode)) return cval;
+    if (!dc_remap(y, dc_extent(t, 1), mode)) return cval;
+    if (!dc_remap(x, dc_extent(t, 2), mode)) return cval;
+    const int sz = dc_segment(z, t.len + 0);
+    const int sy = dc_segment(y, t.len + 3);
+    const int sx = dc_segment(x, t.len + 6);
+    const T *p = reinterpret_cast<const T *>(t.ptr[sz * 9 + sy * 3 + sx]);
+    return p[(z * t.len[3 + sy] + y) * t.len[6 + sx] + x];
+}
+
+// ---- associative operators with their identities (scan, reduce) ---------------------------
+template <typename T> struct dc_limits;
+template <> struct dc_limits<float> {
+    __device__ static float lowest() { return -__int_as_float(0x7f800000); }
+    __device__ static float highest() { return __int_as_float(0x7f800000); }
+};
+template <> struct dc_limits<double> {
+    __device__ static double lowest() { return -__longlong_as_double(0x7ff0000000000000LL); }
+    __device__ static double highest() { return __longlong_as_double(0x7ff0000000000000LL); }
+};
+template <> struct dc_limits<int> {
+    __device__ static int lowest() { return (int)0x80000000; }
+    __device__ static int highest() { return 0x7fffffff; }
+};
+template <> struct dc_limits<long long> {
+    __device__ static long long lowest() { return (long long)0x8000000000000000ULL; }
+    __device__ static long long highest() { return 0x7fffffffffffffffLL; }
+};
+template <> struct dc_limits<unsigned int> {
+    __device__ static unsigned int lowest() { return 0u; }
+    __device__ static unsigned int highest() { return 0xffffffffu; }
+};
+template <> struct dc_limits<unsigned long long> {
+    __device__ static unsigned long long lowest() { return 0ull; }
+    __device__ static unsigned long long highest() { return 0xffffffffffffffffull; }
+};
+
+// NaN propagates through min/max as numpy's accumulate does (a NaN operand wins).
+template <typename T> __device__ __forceinline__ bool dc_isnan(T v) { return v != v; }
+
+struct DcAdd {
+    template <typename T> __device__ static T identity() { return T(0); }
+    template <typename T> __device__ static T apply(T a, T b) { return a + b; }
+};
+struct DcMul {
+    template <typename T> __device__ static T identity() { return T(1); }
+    template <typename T> __device__ static T apply(T a, T b) { return a * b; }
+};
+struct DcMin {
+    template <typename T> __device__ static T identity() { return dc_limits<T>::highest(); }
+    template <typename T> __device__ static T apply(T a, T b) {
+        return (dc_isnan(a) || a < b) ? a : (dc_isnan(b) ? b : (b < a ? b : a));
+    }
+};
+struct DcMax {
+    template <typename T> __device__ static T identity() { return dc_limits<T>::lowest(); }
+    template <typename T> __device__ static T apply(T a, T b) {
+        return (dc_isnan(a) || a > b) ? a : (dc_isnan(b) ? b : (b > a ? b : a));
+    }
+};
+
+// Inclusive warp scan / reduction with shuffles (all 32 lanes take part).
+template <class Op, typename T> __device__ __forceinline__ T dc_warp_inclusive(T v) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        T o = __shfl_up_sync(0xffffffffu, v, d);
+        if (lane >= d) v = Op::apply(o, v);
+    }
+    return v;
+}
+template <class Op, typename T> __device__ __forceinline__ T dc_warp_reduce(T v) {
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) v = Op::apply(v, __shfl_xor_sync(0xffffffffu, v, d));
+    return v;
+}

@@ -1,0 +1,162 @@
+// distconv convolution kernels: N-D correlate (up to 3-D masks) over a halo tile.
+// correlate: out[z, y, x] = sum_{kz, ky, kx} w[kz, ky, kx] * in[z + kz + offD, y + ky + offH, x + kx + offW]
+// in extended tile coordinates (DcTile, common.cuh); the boundary mode is applied at the tile's
+// edges, which are global edges. convolve/correlate1d/separable passes are all this with other
+// masks and offsets (the launcher in distconv/chunk/convolve.py decides).
+#include "common.cuh"
+
+// Masks live in constant memory, DC_MASK_SLOTS per dtype, so chunks running concurrently with
+// different masks do not overwrite each other; distconv/cuda/loader.py hands out the slots.
+#define DC_MASK_SLOTS 4
+#define DC_MASK_F32 1024
+#define DC_MASK_F64 1024
+__constant__ float dc_mask_f32[DC_MASK_SLOTS][DC_MASK_F32];   // 16 KiB
+__constant__ double dc_mask_f64[DC_MASK_SLOTS][DC_MASK_F64];  // 32 KiB
+
+template <typename T> __device__ __forceinline__ T dc_mask(int slot, int i);
+template <> __device__ __forceinline__ float dc_mask<float>(int slot, int i) { return dc_mask_f32[slot][i]; }
+template <> __device__ __forceinline__ double dc_mask<double>(int slot, int i) { return dc_mask_f64[slot][i]; }
+
+template <typename T, bool CMASK>
+__device__ __forceinline__ T dc_weight(int slot, const T *__restrict__ wg, int i) {
+    if (CMASK) return dc_mask<T>(slot, i);
+    return __ldg(wg + i);
+}
+
+template <typename T> struct dc_vec16;
+template <> struct dc_vec16<float> { typedef float4 type; static const int n = 4; };
+template <> struct dc_vec16<double> { typedef double2 type; static const int n = 2; };
+
+// ---------------------------------------------------------------------------------------------
+// distconv_correlate_tiled: register-tiled correlate for masks up to 32 x 32 per plane.
+// Threads -> data: a block of BX x BY threads owns an output tile of TH = BY*PY rows by
+//   TW = BX*PX columns of one output plane z; thread (tx, ty) computes the PY x PX outputs at
+//   rows ty*PY.., columns tx*PX.. (blockIdx.x: column tiles, blockIdx.y: row tiles with a
+//   grid-stride loop, blockIdx.z: planes with a grid-stride loop).
+// Shared memory (dynamic): one input plane of the tile with its halo, SH = TH+KH-1 rows by
+//   SWP = (BX-1)*PX + WN columns (WN = PX+KW-1 rounded up to a 16-byte vector), T each. Each
+//   mask plane kz restages the tile (3-D masks reread planes from L2, not DRAM, in practice).
+//   Rows are read as 16-byte vectors: a warp reads 512 contiguous bytes, conflict-free.
+// Registers: PY*PX accumulators and a WN-wide window reused across PX outputs and PY rows.
+// Mask: constant memory (CMASK, slot) or global memory (wg) when it does not fit.
+// Limits: KH, KW <= 32 (compile time); KD any; sizes 64-bit.
+template <typename T, int KH, int KW, int BX, int BY, int PX, int PY, bool CMASK>
+__global__ void __launch_bounds__(BX *BY)
+distconv_correlate_tiled(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW,
+                         i64 offD, i64 offH, i64 offW, int KD, int mode, T cval, int slot,
+                         const T *__restrict__ wg) {
+    typedef typename dc_vec16<T>::type V;
+    constexpr int VN = dc_vec16<T>::n;
+    constexpr int TH = BY * PY, TW = BX * PX;
+    constexpr int WN = ((PX + KW - 1 + VN - 1) / VN) * VN;
+    constexpr int SH = TH + KH - 1;
+    constexpr int SWP = (BX - 1) * PX + WN;
+    extern __shared__ __align__(16) unsigned char dc_smem_raw[];
+    T *s = reinterpret_cast<T *>(dc_smem_raw);
+
+    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * BX + tx;
+    const i64 nty = (oH + TH - 1) / TH;
+    const i64 x0 = (i64)blockIdx.x * TW;
+    const i64 ez = dc_extent(src, 0), ey = dc_extent(src, 1), ex = dc_extent(src, 2);
+    // centre piece bounds in extended coordinates, for the copy-free fast path
+    const i64 cy0 = src.len[3], cy1 = cy0 + src.len[4];
+    const i64 cx0 = src.len[6], cx1 = cx0 + src.len[7];
+    const i64 cz0 = src.len[0], cz1 = cz0 + src.len[1];
+    const T *centre = reinterpret_cast<const T *>(src.ptr[13]);
+    const i64 cH = src.len[4], cW = src.len[7];
+    (void)ez; (void)ey; (void)ex;
+
+    for (i64 z = blockIdx.z; z < oD; z += gridDim.z) {
+        for (i64 tyb = blockIdx.y; tyb < nty; tyb += gridDim.y) {
+            const i64 y0 = tyb * TH;
+            T acc[PY][PX];
+#pragma unroll
+            for (int a = 0; a < PY; ++a)
+#pragma unroll
+                for (int b = 0; b < PX; ++b) acc[a][b] = T(0);
+
+            for (int kz = 0; kz < KD; ++kz) {
+                const i64 iz = z + kz + offD, iy0 = y0 + offH, ix0 = x0 + offW;
+                const bool inside = iz >= cz0 && iz < cz1 && iy0 >= cy0 && iy0 + SH <= cy1 &&
+                                    ix0 >= cx0 && ix0 + SWP <= cx1;
+                if (inside) {
+                    const T *p = centre + ((iz - cz0) * cH + (iy0 - cy0)) * cW + (ix0 - cx0);
+                    for (int e = tid; e < SH * SWP; e += BX * BY) {
+                        const int r = e / SWP, c = e - r * SWP;
+                        s[e] = __ldg(p + (i64)r * cW + c);
+                    }
+                } else {
+                    for (int e = tid; e < SH * SWP; e += BX * BY) {
+                        const int r = e / SWP, c = e - r * SWP;
+                        s[e] = dc_tile_load<T>(src, iz, iy0 + r, ix0 + c, mode, cval);
+                    }
+                }
+                __syncthreads();
+                const int wbase = kz * KH * KW;
+#pragma unroll
+                for (int r = 0; r < PY + KH - 1; ++r) {
+                    T win[WN];
+                    const V *row = reinterpret_cast<const V *>(s + (ty * PY + r) * SWP + tx * PX);
+#pragma unroll
+                    for (int v = 0; v < WN / VN; ++v) {
+                        V q = row[v];
+                        reinterpret_cast<V *>(win)[v] = q;
+                    }
+#pragma unroll
+                    for (int py = 0; py < PY; ++py) {
+                        const int kh = r - py;
+                        if (kh < 0 || kh >= KH) continue;
+#pragma unroll
+                        for (int kw = 0; kw < KW; ++kw) {
+                            const T w = dc_weight<T, CMASK>(slot, wg, wbase + kh * KW + kw);
+#pragma unroll
+                            for (int px = 0; px < PX; ++px) acc[py][px] = fma(w, win[px + kw], acc[py][px]);
+                        }
+                    }
+                }
+                __syncthreads();
+            }
+            // store: vectors when the row is aligned and the thread's run is complete
+#pragma unroll
+            for (int py = 0; py < PY; ++py) {
+                const i64 y = y0 + ty * PY + py;
+                if (y >= oH) continue;
+                const i64 x = x0 + tx * PX;
+                T *o = out + (z * oH + y) * oW + x;
+                if ((oW % VN) == 0 && x + PX <= oW) {
+#pragma unroll
+                    for (int v = 0; v < PX / VN; ++v)
+                        reinterpret_cast<V *>(o)[v] = reinterpret_cast<const V *>(acc[py])[v];
+                } else {
+#pragma unroll
+                    for (int px = 0; px < PX; ++px)
+                        if (x + px < oW) o[px] = acc[py][px];
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// distconv_correlate_direct: any mask size (the fallback for masks over 32 per axis).
+// Threads -> data: one thread per output element (grid-stride over the flattened output).
+// Shared memory: none; every tap goes through dc_tile_load (L1/L2 absorb the reuse).
+// Limits: none beyond 64-bit sizes; slow for big masks by design.
+template <typename T, bool CMASK>
+__global__ void distconv_correlate_direct(const DcTile src, T *__restrict__ out, i64 oD, i64 oH,
+                                          i64 oW, i64 offD, i64 offH, i64 offW, int KD, int KH,
+                                          int KW, int mode, T cval, int slot,
+                                          const T *__restrict__ wg) {
+    const i64 total = oD * oH * oW;
+    for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (i64)gridDim.x * blockDim.x) {
+        const i64 x = e % oW, y = (e / oW) % oH, z = e / (oW * oH);
+        T acc = T(0);
+        for (int kz = 0; kz < KD; ++kz)
+            for (int kh = 0; kh < KH; ++kh)
+                for (int kw = 0; kw < KW; ++kw)
+                    acc = fma(dc_weight<T, CMASK>(slot, wg, (kz * KH + kh) * KW + kw),
+                              dc_tile_load<T>(src, z + kz + offD, y + kh + offH, x + kw + offW, mode, cval),
+                              acc);
+        out[e] = acc;
+    }
+}
