@@ -12,4 +12,6 @@ from .api import (  # noqa: F401
     gaussian_filter,
 )
 
+from .cluster import cluster  # noqa: E402,F401  (the function; the module stays importable)
+
 __version__ = "0.1.0"

@@ -47,6 +47,8 @@ def _correlate_nd(x, weights, mode, cval, origin, flip: bool, name: str, allow_r
     mode = canonical_mode(mode)
     cval = checks.real(cval, "cval")
     org = checks.origins(origin, w.shape)
+    # scipy.ndimage's N-D filters keep only taps with |w| > DBL_EPSILON (NaN taps drop out)
+    w = np.where(np.abs(w) > np.finfo(np.float64).eps, w, 0.0)
     if flip:  # convolve = correlate with the mask reversed (scipy's origin shift for even sizes)
         w = w[(slice(None, None, -1),) * w.ndim]
         org = tuple(-o - (1 - k % 2) for o, k in zip(org, w.shape))

@@ -130,8 +130,19 @@ def make_cluster(cfg: dict):
     cores = os.cpu_count() or 1
     n = cfg["n_workers"] or min(4, cores)
     threads = cfg["threads_per_worker"] or max(1, cores // n)
+    if cfg["processes"]:
+        common["host"] = cfg["host"]  # in-process workers talk inproc://, no socket to bind
     return LocalCluster(n_workers=n, threads_per_worker=threads, processes=cfg["processes"],
-                        host=cfg["host"], security=_security(cfg), **common)
+                        security=_security(cfg), **common)
+
+
+def dashboard_link(client, cfg: dict) -> str:
+    """The dashboard URL on the host it was bound to (dask reports the machine's IP instead)."""
+    host = str(cfg.get("dashboard_address") or "").rpartition(":")[0]
+    port = client.scheduler_info().get("services", {}).get("dashboard")
+    if cfg["type"] == "address" or not host or not port:
+        return client.dashboard_link
+    return f"http://{host}:{port}/status"
 
 
 @contextlib.contextmanager
@@ -154,7 +165,7 @@ def cluster(config=None, *, quiet: bool = False):
         client = Client(owned)
     try:
         if not quiet:
-            print(f"distconv: dashboard at {client.dashboard_link}", flush=True)
+            print(f"distconv: dashboard at {dashboard_link(client, cfg)}", flush=True)
         yield client
     finally:
         client.close()

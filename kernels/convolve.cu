@@ -27,6 +27,33 @@ template <typename T> struct dc_vec16;
 template <> struct dc_vec16<float> { typedef float4 type; static const int n = 4; };
 template <> struct dc_vec16<double> { typedef double2 type; static const int n = 2; };
 
+// 16-byte shared-memory reads into a register window, element by element (no address taken,
+// so the window stays in registers).
+template <int WN>
+__device__ __forceinline__ void dc_load_window(float (&w)[WN], const float *s) {
+#pragma unroll
+    for (int v = 0; v < WN / 4; ++v) {
+        const float4 q = reinterpret_cast<const float4 *>(s)[v];
+        w[4 * v] = q.x; w[4 * v + 1] = q.y; w[4 * v + 2] = q.z; w[4 * v + 3] = q.w;
+    }
+}
+template <int WN>
+__device__ __forceinline__ void dc_load_window(double (&w)[WN], const double *s) {
+#pragma unroll
+    for (int v = 0; v < WN / 2; ++v) {
+        const double2 q = reinterpret_cast<const double2 *>(s)[v];
+        w[2 * v] = q.x; w[2 * v + 1] = q.y;
+    }
+}
+// Four consecutive outputs as 16-byte stores.
+__device__ __forceinline__ void dc_store4(float *o, float a, float b, float c, float d) {
+    *reinterpret_cast<float4 *>(o) = make_float4(a, b, c, d);
+}
+__device__ __forceinline__ void dc_store4(double *o, double a, double b, double c, double d) {
+    reinterpret_cast<double2 *>(o)[0] = make_double2(a, b);
+    reinterpret_cast<double2 *>(o)[1] = make_double2(c, d);
+}
+
 // ---------------------------------------------------------------------------------------------
 // distconv_correlate_tiled: register-tiled correlate for masks up to 32 x 32 per plane.
 // Threads -> data: a block of BX x BY threads owns an output tile of TH = BY*PY rows by
@@ -41,11 +68,11 @@ template <> struct dc_vec16<double> { typedef double2 type; static const int n =
 // Mask: constant memory (CMASK, slot) or global memory (wg) when it does not fit.
 // Limits: KH, KW <= 32 (compile time); KD any; sizes 64-bit.
 template <typename T, int KH, int KW, int BX, int BY, int PX, int PY, bool CMASK>
-__global__ void __launch_bounds__(BX *BY)
+__global__ void __launch_bounds__(BX *BY, 2)
 distconv_correlate_tiled(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW,
                          i64 offD, i64 offH, i64 offW, int KD, int mode, T cval, int slot,
                          const T *__restrict__ wg) {
-    typedef typename dc_vec16<T>::type V;
+    static_assert(PX == 4, "outputs per thread along x: four (one 16-byte store)");
     constexpr int VN = dc_vec16<T>::n;
     constexpr int TH = BY * PY, TW = BX * PX;
     constexpr int WN = ((PX + KW - 1 + VN - 1) / VN) * VN;
@@ -96,12 +123,7 @@ distconv_correlate_tiled(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, 
 #pragma unroll
                 for (int r = 0; r < PY + KH - 1; ++r) {
                     T win[WN];
-                    const V *row = reinterpret_cast<const V *>(s + (ty * PY + r) * SWP + tx * PX);
-#pragma unroll
-                    for (int v = 0; v < WN / VN; ++v) {
-                        V q = row[v];
-                        reinterpret_cast<V *>(win)[v] = q;
-                    }
+                    dc_load_window<WN>(win, s + (ty * PY + r) * SWP + tx * PX);
 #pragma unroll
                     for (int py = 0; py < PY; ++py) {
                         const int kh = r - py;
@@ -124,9 +146,7 @@ distconv_correlate_tiled(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, 
                 const i64 x = x0 + tx * PX;
                 T *o = out + (z * oH + y) * oW + x;
                 if ((oW % VN) == 0 && x + PX <= oW) {
-#pragma unroll
-                    for (int v = 0; v < PX / VN; ++v)
-                        reinterpret_cast<V *>(o)[v] = reinterpret_cast<const V *>(acc[py])[v];
+                    dc_store4(o, acc[py][0], acc[py][1], acc[py][2], acc[py][3]);
                 } else {
 #pragma unroll
                     for (int px = 0; px < PX; ++px)

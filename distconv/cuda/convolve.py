@@ -98,7 +98,8 @@ def launch(src, out, out3, offs, mask3: np.ndarray, mode: int, cval: float):
     tail = (np.int32(mode), scalar(cval, T))
     oD, oH, oW = out3
     if KH <= MAX_TILED and KW <= MAX_TILED:
-        BX, BY, PX, PY = (256, 1, 4, 1) if oH == 1 else (32, 8, 4, 4 if T == np.float32 else 2)
+        big = max(KH, KW) > 16  # wide windows: fewer rows per thread keeps registers unspilled
+        BX, BY, PX, PY = (256, 1, 4, 1) if oH == 1 else (32, 8, 4, 4 if T == np.float32 and not big else 2)
         vn = 16 // T.itemsize
         wn = -(-(PX + KW - 1) // vn) * vn
         smem = (BY * PY + KH - 1) * ((BX - 1) * PX + wn) * T.itemsize
@@ -134,3 +135,18 @@ def _device_mask(data: bytes, dtype: str, shape: tuple):
     import cupy
 
     return _device_mask_cached(cupy.cuda.runtime.getDevice(), data, dtype, shape)
+
+
+# Representative instantiations, compiled ahead by the nvcc test (tests/test_kernels_build.py)
+INSTANTIATIONS = [
+    loader.template("distconv_correlate_tiled", t, kh, kw, bx, by, px, py, cm)
+    for t, py in (("float", 4), ("double", 2))
+    for kh, kw in ((3, 3), (5, 5), (9, 9), (1, 31), (9, 1), (3, 4))
+    for bx, by, px, py in ((32, 8, 4, py),)
+    for cm in (True, False)
+] + [
+    loader.template("distconv_correlate_tiled", "float", 1, 31, 256, 1, 4, 1, True),
+    loader.template("distconv_correlate_tiled", "float", 32, 32, 32, 8, 4, 2, True),
+    loader.template("distconv_correlate_direct", "float", True),
+    loader.template("distconv_correlate_direct", "double", False),
+]

@@ -1,0 +1,47 @@
+"""Shared test helpers: per-dtype tolerances, numpy-oracle comparisons, poisoned GPU memory."""
+
+from __future__ import annotations
+
+import numpy as np
+
+# (rtol, atol) scaled by the reference's magnitude: float32 kernels accumulate in float32
+TOL = {np.dtype(np.float32): (2e-5, 2e-5), np.dtype(np.float64): (1e-11, 1e-11)}
+
+
+def host(a):
+    if hasattr(a, "compute"):
+        a = a.compute()
+    if type(a).__module__.split(".")[0] == "xarray":
+        a = a.data
+    return a.get() if hasattr(a, "get") and type(a).__module__.startswith("cupy") else np.asarray(a)
+
+
+def assert_matches(got, ref, dtype=None, scale=None):
+    """``got`` equals the numpy/scipy reference within the dtype's tolerance; NaN where NaN."""
+    got, ref = host(got), host(ref)
+    assert got.shape == ref.shape, (got.shape, ref.shape)
+    assert got.dtype == ref.dtype, (got.dtype, ref.dtype)
+    dt = np.dtype(dtype or ref.dtype)
+    if dt.kind != "f":
+        np.testing.assert_array_equal(got, ref)
+        return
+    rtol, atol = TOL[dt]
+    finite = np.isfinite(ref)
+    mag = scale if scale is not None else (np.abs(ref[finite]).max() if finite.any() else 1.0)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    np.testing.assert_allclose(got[finite], ref[finite], rtol=rtol, atol=atol * max(mag, 1.0))
+
+
+def poison_gpu_pool(nbytes: int, value=np.nan):
+    """Fill and free a block of the cupy memory pool so the next allocations reuse NaN-filled
+    memory: an element a kernel fails to write then shows up as NaN."""
+    import cupy
+
+    blk = cupy.full(max(nbytes // 4, 1) + 1024, value, dtype=np.float32)
+    del blk
+
+
+def to_gpu(a):
+    import cupy
+
+    return cupy.asarray(a)

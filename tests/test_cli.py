@@ -1,0 +1,54 @@
+"""The distconv command: one-line errors with exit code 2, info, run."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import zarr
+from click.testing import CliRunner
+
+from distconv.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_info_lists_versions_and_cluster():
+    res = CliRunner().invoke(main, ["info"])
+    assert res.exit_code == 0, res.output
+    assert "numpy:" in res.output and "cluster: type" in res.output and "gpus:" in res.output
+
+
+def test_missing_workflow_exit_2_one_line():
+    res = CliRunner().invoke(main, ["run", "no/such.yaml"])
+    assert res.exit_code == 2
+    assert res.output.strip().count("\n") == 0 and "does not exist" in res.output
+
+
+def test_cluster_typo_exit_2(tmp_path):
+    c = tmp_path / "cluster.yaml"
+    c.write_text("cluster:\n  tpye: cpu\n")
+    res = CliRunner().invoke(main, ["run", str(ROOT / "workflows" / "demo.yaml"), "--cluster", str(c)])
+    assert res.exit_code == 2 and "unknown cluster key 'tpye'" in res.output
+
+
+def test_run_small_workflow_end_to_end(tmp_path):
+    wf = tmp_path / "wf.yaml"
+    wf.write_text(
+        "input:\n  path: in.zarr\n  synthetic: {shape: [64, 40], chunks: [16, 40]}\n"
+        "chunks: [32, 40]\nsteps:\n  - op: gaussian_filter\n    sigma: 1.0\n"
+        "outputs:\n  path: out.zarr\n")
+    c = tmp_path / "cluster.yaml"
+    c.write_text("cluster:\n  type: cpu\n  n_workers: 1\n  threads_per_worker: 2\n  processes: false\n"
+                 "  dashboard_address: '127.0.0.1:0'\n")
+    cmd = [sys.executable, "-m", "distconv.cli", "run", str(wf), "--cluster", str(c), "--no-progress"]
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "GB/s" in res.stdout and "dashboard at http://127.0.0.1" in res.stdout
+    import numpy as np
+    import scipy.ndimage as ndi
+
+    src = zarr.open_array(str(tmp_path / "in.zarr"))[:]
+    out = zarr.open_array(str(tmp_path / "out.zarr"))[:]
+    np.testing.assert_allclose(out, ndi.gaussian_filter(src, 1.0), rtol=1e-6, atol=1e-6)
+    again = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
+    assert again.returncode == 2 and "exists" in again.stderr  # no overwrite by default
