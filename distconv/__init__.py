@@ -10,7 +10,10 @@ from .api import (  # noqa: F401
     correlate,
     correlate1d,
     gaussian_filter,
+    reduce,
+    scan,
 )
+from .numpy_names import cummax, cummin, cumprod, cumsum, max, mean, min, prod, sum  # noqa: F401,A004
 
 from .cluster import cluster  # noqa: E402,F401  (the function; the module stays importable)
 

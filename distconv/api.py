@@ -12,6 +12,9 @@ import numpy as np
 
 from . import checks
 from .chunk import convolve as chunk_convolve
+from .chunk import ops as chunk_ops
+from .chunk import reduce as chunk_reduce
+from .chunk import scan as chunk_scan
 from .chunk.modes import canonical_mode
 
 
@@ -147,3 +150,72 @@ def gaussian_filter(x, sigma, order=0, mode="reflect", cval=0.0, truncate=4.0, *
     if not passes:
         return _keep_xarray(x, lambda d: d.copy())
     return _passes_filter(x, passes, mode, cval, "distconv-gaussian", allow_rechunk)
+
+
+# ------------------------------------------------------------------------------------ scans
+
+def scan(x, op="add", axis=None, exclusive=False, dtype=None):
+    """Inclusive (or exclusive) prefix scan with ``op`` in add | mul | min | max.
+
+    numpy's rules: ``axis=None`` scans the C-order flattened array; add/mul widen small
+    integers (as np.cumsum/np.cumprod), min/max keep the dtype; NaN propagates; integer
+    overflow wraps. Distributed: chunk totals -> carries -> one seeded pass per chunk.
+    """
+    op = chunk_ops.check_op(op)
+    x = checks.as_array(x)
+    out_dtype = chunk_ops.result_dtype(op, x.dtype, dtype)
+    if not isinstance(exclusive, bool):
+        raise TypeError(f"exclusive must be True or False, got {exclusive!r}")
+    if axis is None:
+        if checks.array_kind(x) == "xarray":
+            raise ValueError("axis=None flattens; give an axis (or use a dim) for xarray inputs")
+        x = x.reshape(-1) if checks.array_kind(x) == "dask" else x.ravel()
+        ax = 0
+    else:
+        ax = checks.axis(axis, max(x.ndim, 1))
+
+    def run(data):
+        if checks.array_kind(data) == "dask":
+            from .graph.scan import scan as graph_scan
+
+            return graph_scan(data, op, ax, exclusive, out_dtype)
+        return chunk_scan.scan(data, op, ax, exclusive, out_dtype)
+
+    return _keep_xarray(x, run)
+
+
+# ------------------------------------------------------------------------------- reductions
+
+def _axes(axis, ndim):
+    if axis is None:
+        return tuple(range(ndim))
+    seq = axis if isinstance(axis, (tuple, list)) else (axis,)
+    out = tuple(sorted({checks.axis(a, ndim) for a in seq}))
+    if len(out) != len(seq):
+        raise ValueError(f"axis {axis!r} repeats an axis")
+    return out
+
+
+def reduce(x, op="add", axis=None, dtype=None, keepdims=False):
+    """``op``-reduction (add | mul | min | max) over ``axis`` with numpy's dtype rules;
+    distributed as a tree reduction."""
+    op = chunk_ops.check_op(op)
+    x = checks.as_array(x)
+    out_dtype = chunk_ops.result_dtype(op, x.dtype, dtype)
+    axes = _axes(axis, x.ndim)
+    kind = checks.array_kind(x)
+    if kind == "xarray":
+        dims = [x.dims[a] for a in axes]
+        return x.reduce(lambda d, axis=None: reduce(d, op, axis, dtype), dim=dims, keep_attrs=True)
+    if kind == "dask":
+        import dask.array as da
+
+        chunk = partial(_chunk_reduce, op=op, dtype=out_dtype)
+        return da.reduction(x, chunk, chunk, combine=chunk, axis=axes, keepdims=keepdims,
+                            dtype=out_dtype, split_every=8, name=f"distconv-reduce-{op}",
+                            meta=x._meta.astype(out_dtype))
+    return chunk_reduce.reduce(x, op, axes, out_dtype, keepdims)
+
+
+def _chunk_reduce(block, axis=None, keepdims=False, *, op, dtype, computing_meta=False):
+    return chunk_reduce.reduce(block, op, axis, dtype, keepdims)

@@ -1,0 +1,116 @@
+// distconv reductions (add / mul / min / max): whole array, along the contiguous axis (rows),
+// and along a strided axis (columns). Warp shuffles inside blocks; one pass over the data.
+#include "common.cuh"
+
+template <typename T, class Op>
+__device__ __forceinline__ T dc_block_reduce(T v, T *warp_part) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    v = dc_warp_reduce<Op>(v);
+    if (lane == 0) warp_part[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < nwarps ? warp_part[lane] : Op::template identity<T>();
+        v = dc_warp_reduce<Op>(v);
+    }
+    __syncthreads();
+    return v;  // valid in warp 0
+}
+
+// 16-byte vector of Tin (VEC elements), loaded as one instruction.
+template <typename Tin, int VEC> struct alignas(16) dc_pack { Tin v[VEC]; };
+
+// ---------------------------------------------------------------------------------------------
+// distconv_reduce_all: reduce n elements to one value.
+// Threads -> data: grid-stride over 16-byte packs (VEC elements each, UNROLL packs in flight
+//   per thread); the tail (n % VEC) is read element-wise by block 0.
+// Each block writes a partial; the last block to finish (atomic ticket) folds the partials and
+//   resets the ticket, so one launch does the whole reduction (deterministic order of partials).
+// Shared memory: 32 T. Limits: in must be 16-byte aligned when VEC > 1; gridDim.x <= 4096.
+template <typename Tin, typename T, class Op, int VEC>
+__global__ void __launch_bounds__(256)
+distconv_reduce_all(const Tin *__restrict__ in, i64 n, T *partials, T *out, unsigned int *ticket) {
+    constexpr int UNROLL = 4;
+    __shared__ T warp_part[32];
+    __shared__ bool last;
+    const T ident = Op::template identity<T>();
+    T acc[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) acc[u] = ident;
+    const i64 packs = n / VEC;
+    const dc_pack<Tin, VEC> *p = reinterpret_cast<const dc_pack<Tin, VEC> *>(in);
+    const i64 stride = (i64)gridDim.x * blockDim.x * UNROLL;
+    for (i64 i = (i64)blockIdx.x * blockDim.x * UNROLL + threadIdx.x; i < packs; i += stride) {
+        dc_pack<Tin, VEC> q[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+            if (i + u * blockDim.x < packs) q[u] = p[i + u * blockDim.x];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+            if (i + u * blockDim.x < packs)
+#pragma unroll
+                for (int e = 0; e < VEC; ++e) acc[u] = Op::apply(acc[u], T(q[u].v[e]));
+    }
+    if (blockIdx.x == 0)
+        for (i64 i = packs * VEC + threadIdx.x; i < n; i += blockDim.x) acc[0] = Op::apply(acc[0], T(in[i]));
+#pragma unroll
+    for (int u = 1; u < UNROLL; ++u) acc[0] = Op::apply(acc[0], acc[u]);
+    T v = dc_block_reduce<T, Op>(acc[0], warp_part);
+    if (threadIdx.x == 0) {
+        partials[blockIdx.x] = v;
+        __threadfence();
+        last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    T w = ident;
+    for (int i = threadIdx.x; i < gridDim.x; i += blockDim.x)
+        w = Op::apply(w, reinterpret_cast<volatile T *>(partials)[i]);
+    w = dc_block_reduce<T, Op>(w, warp_part);
+    if (threadIdx.x == 0) { out[0] = w; *ticket = 0u; }
+}
+
+// ---------------------------------------------------------------------------------------------
+// distconv_reduce_rows: out[r] = reduce of row r of a C-contiguous (rows, n) array.
+// Threads -> data: one block per row (grid-stride over rows), threads stride along the row.
+// Shared memory: 32 T. Limits: none (64-bit sizes).
+template <typename Tin, typename T, class Op>
+__global__ void __launch_bounds__(256)
+distconv_reduce_rows(const Tin *__restrict__ in, i64 rows, i64 n, T *__restrict__ out) {
+    __shared__ T warp_part[32];
+    for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+        T acc = Op::template identity<T>();
+        const Tin *row = in + r * n;
+        for (i64 i = threadIdx.x; i < n; i += blockDim.x) acc = Op::apply(acc, T(row[i]));
+        acc = dc_block_reduce<T, Op>(acc, warp_part);
+        if (threadIdx.x == 0) out[r] = acc;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// distconv_reduce_cols: reduce the middle axis of a C-contiguous (outer, n, inner) array into
+// (segments, outer, inner) partials; segments = gridDim.y (1 gives the final result).
+// Threads -> data: thread per column (coalesced across the warp), blockIdx.y picks a segment
+//   of rows, blockIdx.x the (outer, column strip). Registers only.
+template <typename Tin, typename T, class Op>
+__global__ void __launch_bounds__(256)
+distconv_reduce_cols(const Tin *__restrict__ in, i64 outer, i64 n, i64 inner, T *__restrict__ out) {
+    const i64 strips = (inner + 255) / 256;
+    const i64 seg_len = (n + gridDim.y - 1) / gridDim.y;
+    const i64 r0 = blockIdx.y * seg_len, r1 = min(n, r0 + seg_len);
+    for (i64 b = blockIdx.x; b < outer * strips; b += gridDim.x) {
+        const i64 o = b / strips, col = (b % strips) * 256 + threadIdx.x;
+        if (col >= inner) continue;
+        const Tin *p = in + o * n * inner + col;
+        T acc[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) acc[u] = Op::template identity<T>();
+        i64 r = r0;
+        for (; r + 4 <= r1; r += 4)
+#pragma unroll
+            for (int u = 0; u < 4; ++u) acc[u] = Op::apply(acc[u], T(p[(r + u) * inner]));
+        for (; r < r1; ++r) acc[0] = Op::apply(acc[0], T(p[r * inner]));
+        out[((i64)blockIdx.y * outer + o) * inner + col] =
+            Op::apply(Op::apply(acc[0], acc[1]), Op::apply(acc[2], acc[3]));
+    }
+}

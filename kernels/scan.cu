@@ -1,0 +1,257 @@
+// distconv prefix scans: single-pass decoupled look-back scans along the contiguous axis
+// (rows) and along a strided axis (columns), for add / mul / min / max.
+// Input element type Tin is converted to the scan type T on load. An optional carry (one value
+// per row / column) seeds the scan: that is how chunk carries from the dask layer enter, so the
+// distributed scan reads each chunk twice (totals, then this) and writes it once.
+// Block-level variants (Kogge-Stone and Brent-Kung) live in distconv_scan_block; the look-back
+// kernels use Kogge-Stone warp shuffles inside a blocked, thread-sequential tile scan.
+#include "common.cuh"
+
+#define DC_FLAG_NONE 0
+#define DC_FLAG_AGG 1
+#define DC_FLAG_PREFIX 2
+
+template <typename T>
+__device__ __forceinline__ void dc_publish(int *flags, T *slot, i64 tile, T v, int flag) {
+    reinterpret_cast<volatile T *>(slot)[0] = v;
+    __threadfence();
+    atomicExch(flags + tile, flag);
+}
+
+__device__ __forceinline__ int dc_read_flag(const int *flags, i64 tile) {
+    return reinterpret_cast<const volatile int *>(flags)[tile];
+}
+
+template <typename T> __device__ __forceinline__ T dc_read_value(const T *p) {
+    return reinterpret_cast<const volatile T *>(p)[0];
+}
+
+__device__ __forceinline__ int dc_pad(int i) { return i + (i >> 5); }
+
+// ---------------------------------------------------------------------------------------------
+// distconv_scan_rows: scan each row of a C-contiguous (rows, n) array.
+// Threads -> data: 256 threads scan one tile of 256*ITEMS consecutive elements of a row; tiles
+//   are claimed in order through an atomic counter (so every predecessor has started: no
+//   deadlock) and numbered row-major. Loads and stores are striped (coalesced) through shared
+//   memory; each thread scans ITEMS consecutive values (padded indexing: conflict-free).
+// Look-back: warp 0 reads the status of the 32 preceding tiles of the same row at once, waits
+//   for all of them, and folds aggregates up to the nearest inclusive prefix.
+// Shared memory: 256*ITEMS*(33/32) T + 9 T. Status: flags[tiles] (zeroed), agg/inc[tiles].
+// Limits: any n and rows (64-bit); carry is one T per row or null.
+template <typename Tin, typename T, class Op, int ITEMS, bool EXCL>
+__global__ void __launch_bounds__(256)
+distconv_scan_rows(const Tin *__restrict__ in, T *__restrict__ out, i64 rows, i64 n,
+                   const T *__restrict__ carry, int *flags, T *agg, T *inc, unsigned long long *counter) {
+    constexpr int TILE = 256 * ITEMS;
+    __shared__ T s[TILE + TILE / 32];
+    __shared__ T warp_inc[8];
+    __shared__ T s_prefix;
+    __shared__ unsigned long long s_tile;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    if (tid == 0) s_tile = atomicAdd(counter, 1ull);
+    __syncthreads();
+    const i64 tile = (i64)s_tile;
+    const i64 tpr = (n + TILE - 1) / TILE;
+    const i64 row = tile / tpr, ct = tile - row * tpr;
+    const i64 base = row * n + ct * TILE;
+    const int len = (int)min((i64)TILE, n - ct * TILE);
+    const T ident = Op::template identity<T>();
+
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+        const int idx = k * 256 + tid;
+        s[dc_pad(idx)] = idx < len ? T(in[base + idx]) : ident;
+    }
+    __syncthreads();
+    T v[ITEMS];
+#pragma unroll
+    for (int j = 0; j < ITEMS; ++j) v[j] = s[dc_pad(tid * ITEMS + j)];
+#pragma unroll
+    for (int j = 1; j < ITEMS; ++j) v[j] = Op::apply(v[j - 1], v[j]);
+
+    const T wi = dc_warp_inclusive<Op>(v[ITEMS - 1]);
+    T lane_excl = __shfl_up_sync(0xffffffffu, wi, 1);
+    if (lane == 0) lane_excl = ident;
+    if (lane == 31) warp_inc[warp] = wi;
+    __syncthreads();
+    if (warp == 0) {
+        T w = lane < 8 ? warp_inc[lane] : ident;
+        w = dc_warp_inclusive<Op>(w);
+        const T block_agg = __shfl_sync(0xffffffffu, w, 7);
+        T w_excl = __shfl_up_sync(0xffffffffu, w, 1);
+        if (lane == 0) w_excl = ident;
+        if (lane < 8) warp_inc[lane] = w_excl;  // becomes each warp's exclusive prefix
+
+        T excl;
+        if (ct == 0) {
+            excl = carry ? carry[row] : ident;
+            if (lane == 0) dc_publish(flags, inc + tile, tile, Op::apply(excl, block_agg), DC_FLAG_PREFIX);
+        } else {
+            if (lane == 0) dc_publish(flags, agg + tile, tile, block_agg, DC_FLAG_AGG);
+            const i64 row_start = row * tpr;
+            T running = ident;
+            for (i64 p = tile - 1;; p -= 32) {
+                const i64 q = p - lane;
+                const bool valid = q >= row_start;
+                int f = valid ? dc_read_flag(flags, q) : DC_FLAG_NONE;
+                while (__any_sync(0xffffffffu, valid && f == DC_FLAG_NONE))
+                    if (valid && f == DC_FLAG_NONE) f = dc_read_flag(flags, q);
+                __threadfence();
+                const unsigned prefix_lanes = __ballot_sync(0xffffffffu, valid && f == DC_FLAG_PREFIX);
+                const int stop = prefix_lanes ? __ffs(prefix_lanes) - 1 : 31;
+                T x = ident;
+                if (valid && lane <= stop) x = f == DC_FLAG_PREFIX ? dc_read_value(inc + q) : dc_read_value(agg + q);
+                running = Op::apply(dc_warp_reduce<Op>(x), running);
+                if (prefix_lanes) break;
+            }
+            excl = running;
+            if (lane == 0) dc_publish(flags, inc + tile, tile, Op::apply(excl, block_agg), DC_FLAG_PREFIX);
+        }
+        if (lane == 0) s_prefix = excl;
+    }
+    __syncthreads();
+    const T pre = Op::apply(s_prefix, Op::apply(warp_inc[warp], lane_excl));
+#pragma unroll
+    for (int j = 0; j < ITEMS; ++j) {
+        T o;
+        if (EXCL) o = j == 0 ? pre : Op::apply(pre, v[j - 1]);
+        else o = Op::apply(pre, v[j]);
+        s[dc_pad(tid * ITEMS + j)] = o;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+        const int idx = k * 256 + tid;
+        if (idx < len) out[base + idx] = s[dc_pad(idx)];
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// distconv_scan_cols: scan along the middle axis of a C-contiguous (outer, n, inner) array.
+// Threads -> data: thread t of a block owns column strip*256 + t and ROWS consecutive rows of
+//   one segment; a warp reads 32 adjacent columns of a row (coalesced, no transpose copy).
+//   Tiles are claimed in order (atomic counter), numbered (outer, segment, strip) with the strip
+//   fastest, so the previous segment of a strip always started earlier.
+// Look-back: per column, over previous segments of the same strip (tile - strips); the flag is
+//   per tile, the values per column (agg/inc hold 256 T per tile).
+// Registers: ROWS values of T per thread. Shared memory: none.
+// Limits: any sizes (64-bit); carry is (outer, inner) T or null.
+template <typename Tin, typename T, class Op, int ROWS, bool EXCL>
+__global__ void __launch_bounds__(256)
+distconv_scan_cols(const Tin *__restrict__ in, T *__restrict__ out, i64 outer, i64 n, i64 inner,
+                   const T *__restrict__ carry, int *flags, T *agg, T *inc, unsigned long long *counter) {
+    __shared__ unsigned long long s_tile;
+    const int tid = threadIdx.x;
+    if (tid == 0) s_tile = atomicAdd(counter, 1ull);
+    __syncthreads();
+    const i64 tile = (i64)s_tile;
+    const i64 strips = (inner + 255) / 256, segs = (n + ROWS - 1) / ROWS;
+    const i64 strip = tile % strips, seg = (tile / strips) % segs, o = tile / (strips * segs);
+    const i64 col = strip * 256 + tid, r0 = seg * ROWS;
+    const bool valid = col < inner;
+    const T ident = Op::template identity<T>();
+    const i64 base = (o * n + r0) * inner + col;
+
+    T v[ROWS];
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) v[r] = (valid && r0 + r < n) ? T(in[base + (i64)r * inner]) : ident;
+#pragma unroll
+    for (int r = 1; r < ROWS; ++r) v[r] = Op::apply(v[r - 1], v[r]);
+    const T tile_agg = v[ROWS - 1];
+
+    T excl;
+    if (seg == 0) {
+        excl = (carry && valid) ? carry[o * inner + col] : ident;
+        inc[tile * 256 + tid] = Op::apply(excl, tile_agg);
+    } else {
+        agg[tile * 256 + tid] = tile_agg;
+    }
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) atomicExch(flags + tile, seg == 0 ? DC_FLAG_PREFIX : DC_FLAG_AGG);
+    if (seg > 0) {
+        T running = ident;
+        for (i64 p = tile - strips;; p -= strips) {
+            int f;
+            do { f = dc_read_flag(flags, p); } while (f == DC_FLAG_NONE);
+            __threadfence();
+            const T x = f == DC_FLAG_PREFIX ? dc_read_value(inc + p * 256 + tid) : dc_read_value(agg + p * 256 + tid);
+            running = Op::apply(x, running);
+            if (f == DC_FLAG_PREFIX) break;
+        }
+        excl = running;
+        inc[tile * 256 + tid] = Op::apply(excl, tile_agg);
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) atomicExch(flags + tile, DC_FLAG_PREFIX);
+    }
+    if (!valid) return;
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+        if (r0 + r >= n) break;
+        out[base + (i64)r * inner] = EXCL ? (r == 0 ? excl : Op::apply(excl, v[r - 1])) : Op::apply(excl, v[r]);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// distconv_scan_block: the classic block-level scans, one block per row of up to 2*BLOCK
+// elements (a teaching/validation variant; the look-back kernels above are the fast path).
+// Threads -> data: thread t holds elements 2t and 2t+1 of the row in shared memory.
+// VARIANT 0 = Kogge-Stone (Hillis-Steele: log2 steps, every element active, double-buffered),
+// VARIANT 1 = Brent-Kung (Blelloch up-sweep then down-sweep, work-efficient).
+// Shared memory: 2*BLOCK T (two buffers for Kogge-Stone, one tree for Brent-Kung).
+// Limits: n <= 2*BLOCK; rows any (one block each, grid-stride).
+template <typename Tin, typename T, class Op, int BLOCK, int VARIANT, bool EXCL>
+__global__ void __launch_bounds__(BLOCK)
+distconv_scan_block(const Tin *__restrict__ in, T *__restrict__ out, i64 rows, int n) {
+    __shared__ T buf[2][2 * BLOCK];
+    const int t = threadIdx.x;
+    const T ident = Op::template identity<T>();
+    for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
+        const Tin *src = in + row * n;
+        T *dst = out + row * n;
+        for (int k = 0; k < 2; ++k) {
+            const int i = 2 * t + k;
+            buf[0][i] = i < n ? T(src[i]) : ident;
+        }
+        __syncthreads();
+        int cur = 0;
+        if (VARIANT == 0) {
+            for (int d = 1; d < 2 * BLOCK; d <<= 1) {
+                for (int k = 0; k < 2; ++k) {
+                    const int i = 2 * t + k;
+                    buf[1 - cur][i] = i >= d ? Op::apply(buf[cur][i - d], buf[cur][i]) : buf[cur][i];
+                }
+                __syncthreads();
+                cur = 1 - cur;
+            }
+            for (int k = 0; k < 2; ++k) {
+                const int i = 2 * t + k;
+                if (i < n) dst[i] = EXCL ? (i == 0 ? ident : buf[cur][i - 1]) : buf[cur][i];
+            }
+        } else {
+            T *a = buf[0];
+            for (int d = 1; d < 2 * BLOCK; d <<= 1) {  // up-sweep: partial sums at tree nodes
+                const int i = (t + 1) * 2 * d - 1;
+                if (i < 2 * BLOCK) a[i] = Op::apply(a[i - d], a[i]);
+                __syncthreads();
+            }
+            if (t == 0) { buf[1][0] = a[2 * BLOCK - 1]; a[2 * BLOCK - 1] = ident; }
+            __syncthreads();
+            for (int d = BLOCK; d >= 1; d >>= 1) {  // down-sweep: exclusive prefixes
+                const int i = (t + 1) * 2 * d - 1;
+                if (i < 2 * BLOCK) {
+                    const T left = a[i - d];
+                    a[i - d] = a[i];
+                    a[i] = Op::apply(a[i], left);
+                }
+                __syncthreads();
+            }
+            for (int k = 0; k < 2; ++k) {
+                const int i = 2 * t + k;
+                if (i < n) dst[i] = EXCL ? a[i] : Op::apply(a[i], T(src[i]));
+            }
+        }
+        __syncthreads();
+    }
+}
