@@ -13,6 +13,7 @@ from .api import (  # noqa: F401
     reduce,
     scan,
 )
+from .histogram import bincount, histogram, histogram2d  # noqa: F401
 from .numpy_names import cummax, cummin, cumprod, cumsum, max, mean, min, prod, sum  # noqa: F401,A004
 
 from .cluster import cluster  # noqa: E402,F401  (the function; the module stays importable)

@@ -1,0 +1,104 @@
+"""Launchers for kernels/histogram.cu."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import loader
+from .types import ctype
+
+SMEM_BUDGET = 96 * 1024   # privatized copies live here; above it the global-atomic path runs
+MAX_COPIES = 8
+PER_BLOCK = 2**30          # values per block at most, so uint32 shared counters cannot wrap
+
+
+def _grid(n: int) -> int:
+    import cupy
+
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    return int(max(min(-(-n // 1024), sms * 8), -(-n // PER_BLOCK), 1))
+
+
+def _weights(weights, n):
+    import cupy
+
+    if weights is None:
+        return None, "float"
+    w = cupy.ascontiguousarray(cupy.asarray(weights)).ravel()
+    if w.dtype not in (np.float32, np.float64):
+        w = w.astype(np.float64)
+    return w, ctype(w.dtype)
+
+
+def _launch(x, edges_dev, E, nbins, binning, lo, scale, weights):
+    import cupy
+
+    n = x.size
+    w, wtype = _weights(weights, n)
+    weighted = w is not None
+    counts = cupy.zeros(nbins, dtype=np.uint64)
+    sums = cupy.zeros(nbins, dtype=np.float64) if weighted else counts
+    edge_bytes = 0 if binning == 2 else -(-(nbins + 1) * E.itemsize // 8) * 8
+    per_copy = nbins * (8 if weighted else 4)
+    copies = int(max(1, min(MAX_COPIES, (SMEM_BUDGET - edge_bytes) // per_copy))) if per_copy else 1
+    smem_ok = edge_bytes + per_copy <= SMEM_BUDGET
+    smem = edge_bytes + copies * per_copy if smem_ok else 0
+    name = loader.template("distconv_histogram", ctype(x.dtype), ctype(E), binning, weighted, wtype, smem_ok)
+    fn = loader.function("histogram", name, smem)
+    if n:
+        fn((_grid(n),), (256,), (x, np.int64(n), edges_dev, np.int32(nbins), E.type(lo), E.type(scale),
+                                 w if weighted else np.uint64(0), counts, sums, np.int32(copies)),
+           shared_mem=smem)
+    return sums if weighted else counts.view(np.int64)
+
+
+def counts(block, edges: np.ndarray, uniform: bool, weights=None):
+    import cupy
+
+    E = np.dtype(np.float32) if edges.dtype == np.float32 else np.dtype(np.float64)
+    x = cupy.ascontiguousarray(block).ravel()
+    nbins = len(edges) - 1
+    e = cupy.asarray(edges.astype(E))
+    lo = float(edges[0])
+    scale = nbins / (float(edges[-1]) - lo)
+    return _launch(x, e, E, nbins, 0 if uniform else 1, lo, scale, weights)
+
+
+def bincount(block, nbins: int, weights=None):
+    import cupy
+
+    x = cupy.ascontiguousarray(block).ravel()
+    E = np.dtype(np.float64)
+    return _launch(x, cupy.zeros(1, dtype=E), E, nbins, 2, 0.0, 0.0, weights)
+
+
+def counts2d(x, y, xedges, yedges, weights=None):
+    import cupy
+
+    E = np.dtype(np.float64)
+    xs, ys = cupy.ascontiguousarray(x).ravel(), cupy.ascontiguousarray(y).ravel()
+    nx, ny = len(xedges) - 1, len(yedges) - 1
+    w, wtype = _weights(weights, xs.size)
+    weighted = w is not None
+    counts = cupy.zeros(nx * ny, dtype=np.uint64)
+    sums = cupy.zeros(nx * ny, dtype=np.float64) if weighted else counts
+    name = loader.template("distconv_histogram2d", ctype(xs.dtype), ctype(ys.dtype), "double", weighted, wtype)
+    if xs.size:
+        loader.function("histogram", name)(
+            (_grid(xs.size),), (256,), (xs, ys, np.int64(xs.size), cupy.asarray(xedges, dtype=E), np.int32(nx),
+                                        cupy.asarray(yedges, dtype=E), np.int32(ny),
+                                        w if weighted else np.uint64(0), counts, sums))
+    out = sums if weighted else counts.view(np.int64)
+    return out.reshape(nx, ny)
+
+
+INSTANTIATIONS = [
+    loader.template("distconv_histogram", t, e, b, wt, "float" if not wt else "double", sm)
+    for t, e in (("float", "float"), ("double", "double"), ("unsigned char", "double"), ("int", "double"))
+    for b in (0, 1) for wt in (False, True) for sm in (True, False)
+] + [
+    loader.template("distconv_histogram", t, "double", 2, wt, "float", sm)
+    for t in ("long long", "int", "unsigned char") for wt in (False, True) for sm in (True, False)
+] + [
+    loader.template("distconv_histogram2d", "float", "float", "double", wt, "double") for wt in (False, True)
+]

@@ -1,0 +1,58 @@
+"""Distributed histograms: one counting task per chunk (int64 counts, or float64 weighted
+sums), merged by a tree reduction (split_every) named distconv-hist-merge."""
+
+from __future__ import annotations
+
+import itertools
+
+import dask.array as da
+import numpy as np
+from dask.base import tokenize
+from dask.highlevelgraph import HighLevelGraph
+
+
+def per_chunk(func, arrays: list, nbins_shape: tuple, dtype, name: str = "distconv-hist") -> da.Array:
+    """Stack ``func(*blocks)`` (each of shape ``nbins_shape``) of every chunk into a
+    (chunks, *nbins_shape) dask array; the arrays share one chunking."""
+    x = arrays[0]
+    token = tokenize(func, *arrays)
+    out_name = f"{name}-{token}"
+    dsk = {}
+    for j, index in enumerate(itertools.product(*(range(k) for k in x.numblocks))):
+        dsk[(out_name, j) + (0,) * len(nbins_shape)] = (_expand, func, *[(a.name,) + index for a in arrays])
+    layers, deps = {}, {}
+    for a in arrays:
+        hlg = a.__dask_graph__()
+        layers.update(hlg.layers)
+        deps.update(hlg.dependencies)
+    layers[out_name] = dsk
+    deps[out_name] = set().union(*(a.__dask_layers__() for a in arrays))
+    chunks = ((1,) * x.npartitions,) + tuple((s,) for s in nbins_shape)
+    meta = x._meta.astype(dtype).reshape((0,) * (1 + len(nbins_shape)))
+    return da.Array(HighLevelGraph(layers, deps), out_name, chunks, dtype=dtype, meta=meta)
+
+
+def _expand(func, *blocks):
+    return func(*blocks)[None]
+
+
+def merge(parts: da.Array) -> da.Array:
+    """Tree-sum the per-chunk counts (8 at a time)."""
+    return da.reduction(parts, _sum, _sum, combine=_sum, axis=0, dtype=parts.dtype, split_every=8,
+                        name="distconv-hist-merge", meta=parts._meta.reshape(parts._meta.shape[1:]))
+
+
+def _sum(block, axis=None, keepdims=False, computing_meta=False):
+    return block.sum(axis=axis, keepdims=keepdims)
+
+
+def unify(x: da.Array, *others):
+    """Others rechunked like ``x`` (weights, y of histogram2d); shapes already checked."""
+    return [o if o.chunks == x.chunks else o.rechunk(x.chunks) for o in others]
+
+
+def as_dask_like(x: da.Array, other):
+    if isinstance(other, da.Array):
+        return other
+    return da.from_array(np.asarray(other) if not hasattr(other, "__cuda_array_interface__") else other,
+                         chunks=x.chunks)

@@ -1,0 +1,93 @@
+"""Histograms against numpy: edges, closed last bin, out-of-range, NaN/Inf, weights, density."""
+
+import dask.array as da
+import numpy as np
+import pytest
+
+import distconv as dc
+
+from .helpers import assert_matches
+
+
+def chunked(rng, a):
+    return da.from_array(a, chunks=tuple(int(rng.integers(1, s + 1)) for s in a.shape))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.uint8, np.int32, np.int64])
+def test_histogram_matches_numpy(rng, dtype):
+    a = (rng.standard_normal((37, 29)) * 40).astype(dtype)
+    for bins, rng_ in [(10, None), (1, None), (64, (-30, 50)), (7, (0, 0)), (np.array([-50, -3, 0, 0.5, 9, 80]), None)]:
+        ref_h, ref_e = np.histogram(a, bins=bins, range=rng_)
+        h, e = dc.histogram(chunked(rng, a), bins=bins, range=rng_)
+        np.testing.assert_array_equal(e, ref_e)
+        assert e.dtype == ref_e.dtype
+        assert_matches(h, ref_h)
+        h2, _ = dc.histogram(a, bins=bins, range=rng_)
+        assert_matches(h2, ref_h)
+
+
+def test_values_on_edges_and_closed_last_bin(rng):
+    edges = np.array([0.0, 1.0, 2.0, 3.0])
+    a = np.array([0.0, 1.0, 1.0, 2.0, 3.0, 3.0, -1e-9, 3.0000001, np.nan, np.inf, -np.inf])
+    h, _ = dc.histogram(da.from_array(a, chunks=3), bins=edges)
+    assert_matches(h, np.histogram(a, bins=edges)[0])
+    u = rng.integers(0, 256, 5000).astype(np.uint8)
+    assert_matches(dc.histogram(chunked(rng, u), bins=256, range=(0, 256))[0], np.histogram(u, 256, (0, 256))[0])
+
+
+def test_weights_and_density(rng):
+    a = rng.standard_normal(500)
+    w = rng.random(500).astype(np.float32)
+    ref, _ = np.histogram(a, bins=12, weights=w)
+    h, _ = dc.histogram(chunked(rng, a), bins=12, weights=w)
+    assert h.dtype == ref.dtype
+    np.testing.assert_allclose(h.compute(), ref, rtol=1e-5)
+    refd, _ = np.histogram(a, bins=12, density=True)
+    np.testing.assert_allclose(dc.histogram(chunked(rng, a), bins=12, density=True)[0].compute(), refd, rtol=1e-12)
+
+
+def test_counts_identical_across_runs_and_chunkings(rng):
+    a = rng.standard_normal(3000)
+    runs = [dc.histogram(chunked(rng, a), bins=33, range=(-2, 2))[0].compute() for _ in range(4)]
+    for r in runs[1:]:
+        np.testing.assert_array_equal(r, runs[0])
+
+
+def test_bincount_and_histogram2d(rng):
+    b = rng.integers(0, 40, 700)
+    assert_matches(dc.bincount(chunked(rng, b)), np.bincount(b))
+    assert_matches(dc.bincount(chunked(rng, b), minlength=60), np.bincount(b, minlength=60))
+    w = rng.random(700)
+    np.testing.assert_allclose(dc.bincount(chunked(rng, b), weights=w).compute(), np.bincount(b, weights=w))
+    x, y = rng.standard_normal(700), rng.standard_normal(700) * 3
+    for bins in (10, (4, 9), [np.array([-3, 0, 1, 4.0]), np.linspace(-5, 5, 6)]):
+        ref = np.histogram2d(x, y, bins=bins)
+        got = dc.histogram2d(chunked(rng, x), da.from_array(y, chunks=100), bins=bins)
+        assert_matches(got[0], ref[0])
+        np.testing.assert_array_equal(got[1], ref[1])
+        np.testing.assert_array_equal(got[2], ref[2])
+    ref = np.histogram2d(x, y, bins=5, weights=w, density=True)[0]
+    np.testing.assert_allclose(dc.histogram2d(x, y, bins=5, weights=w, density=True)[0], ref, rtol=1e-12)
+
+
+def test_merge_is_a_tree(rng):
+    x = da.random.random(10_000, chunks=100)
+    h, _ = dc.histogram(x, bins=8, range=(0, 1))
+    assert any(n.startswith("distconv-hist-merge") for n in h.dask.layers)
+    assert h.compute().sum() == 10_000
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda a: dc.histogram(a, bins=0), ValueError, "positive integer"),
+    (lambda a: dc.histogram(a, bins=-3), ValueError, "positive integer"),
+    (lambda a: dc.histogram(a, bins=[1, 0, 2]), ValueError, "monotonically"),
+    (lambda a: dc.histogram(a, range=(2, 1)), ValueError, "max must be larger than min"),
+    (lambda a: dc.histogram(a, range=(0, np.nan)), ValueError, "not finite"),
+    (lambda a: dc.histogram(a, weights=np.ones(3)), ValueError, "weights must have the shape"),
+    (lambda a: dc.histogram(np.array([1.0, np.nan])), ValueError, "autodetected range"),
+    (lambda a: dc.bincount(np.array([1, -1])), ValueError, "negative"),
+    (lambda a: dc.bincount(a), TypeError, "integers"),
+])
+def test_bad_input(rng, call, exc, match):
+    with pytest.raises(exc, match=match):
+        call(rng.standard_normal(10))
