@@ -12,7 +12,9 @@ from .api import (  # noqa: F401
     gaussian_filter,
     reduce,
     scan,
+    transpose,
 )
+from .kmeans import KMeans, bovw_histogram, kmeans_assign  # noqa: F401
 from .histograms import bincount, histogram, histogram2d  # noqa: F401
 from .stencil import derivative, laplace  # noqa: F401
 from .numpy_names import cummax, cummin, cumprod, cumsum, max, mean, min, prod, sum  # noqa: F401,A004

@@ -219,3 +219,26 @@ def reduce(x, op="add", axis=None, dtype=None, keepdims=False):
 
 def _chunk_reduce(block, axis=None, keepdims=False, *, op, dtype, computing_meta=False):
     return chunk_reduce.reduce(block, op, axis, dtype, keepdims)
+
+
+# -------------------------------------------------------------------------------- transpose
+
+def transpose(x, axes=None):
+    """numpy.transpose; on the GPU the result is materialized by a tiled shared-memory kernel."""
+    from .chunk import transpose as chunk_transpose
+
+    x = checks.as_array(x)
+    perm = tuple(range(x.ndim))[::-1] if axes is None else tuple(checks.axis(a, x.ndim) for a in axes)
+    if sorted(perm) != list(range(x.ndim)):
+        raise ValueError(f"axes must be a permutation of the {x.ndim} axes, got {axes!r}")
+    kind = checks.array_kind(x)
+    if kind == "xarray":
+        return x.transpose(*[x.dims[a] for a in perm])
+    if kind == "dask":
+        import dask.array as da
+
+        ind = tuple(range(x.ndim))
+        return da.blockwise(partial(chunk_transpose.transpose, axes=perm), tuple(ind[a] for a in perm),
+                            x, ind, dtype=x.dtype, name="distconv-transpose",
+                            meta=x._meta.transpose(perm) if x._meta.ndim == x.ndim else None)
+    return chunk_transpose.transpose(x, perm)

@@ -102,15 +102,14 @@ distconv_reduce_cols(const Tin *__restrict__ in, i64 outer, i64 n, i64 inner, T 
         const i64 o = b / strips, col = (b % strips) * 256 + threadIdx.x;
         if (col >= inner) continue;
         const Tin *p = in + o * n * inner + col;
-        T acc[4];
-#pragma unroll
-        for (int u = 0; u < 4; ++u) acc[u] = Op::template identity<T>();
+        T a0 = Op::template identity<T>(), a1 = a0;  // two chains: two loads in flight
         i64 r = r0;
-        for (; r + 4 <= r1; r += 4)
-#pragma unroll
-            for (int u = 0; u < 4; ++u) acc[u] = Op::apply(acc[u], T(p[(r + u) * inner]));
-        for (; r < r1; ++r) acc[0] = Op::apply(acc[0], T(p[r * inner]));
-        out[((i64)blockIdx.y * outer + o) * inner + col] =
-            Op::apply(Op::apply(acc[0], acc[1]), Op::apply(acc[2], acc[3]));
+        for (; r + 2 <= r1; r += 2) {
+            const T v0 = T(p[r * inner]), v1 = T(p[(r + 1) * inner]);
+            a0 = Op::apply(a0, v0);
+            a1 = Op::apply(a1, v1);
+        }
+        if (r < r1) a0 = Op::apply(a0, T(p[r * inner]));
+        out[((i64)blockIdx.y * outer + o) * inner + col] = Op::apply(a0, a1);
     }
 }

@@ -19,7 +19,7 @@ def per_chunk(func, arrays: list, nbins_shape: tuple, dtype, name: str = "distco
     out_name = f"{name}-{token}"
     dsk = {}
     for j, index in enumerate(itertools.product(*(range(k) for k in x.numblocks))):
-        dsk[(out_name, j) + (0,) * len(nbins_shape)] = (_expand, func, *[(a.name,) + index for a in arrays])
+        dsk[(out_name, j) + (0,) * len(nbins_shape)] = (_expand, func, *[(a.name,) + index[:a.ndim] for a in arrays])
     layers, deps = {}, {}
     for a in arrays:
         hlg = a.__dask_graph__()
