@@ -1,0 +1,199 @@
+"""GPU paths (cupy blocks, kernels/*.cu) against the numpy paths on the same random inputs.
+Outputs are poisoned first: an element a kernel fails to write shows up as NaN."""
+
+import warnings
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.ndimage as ndi
+
+import distconv as dc
+
+from ..helpers import assert_matches, poison_gpu_pool
+
+pytestmark = pytest.mark.gpu
+MODES = ["reflect", "constant", "nearest", "mirror", "wrap"]
+
+
+@pytest.fixture
+def cp():
+    import cupy
+
+    return cupy
+
+
+def both(cp, fn, *arrays, nbytes=None, **kw):
+    """(gpu result on host, numpy result) of fn on the same inputs; GPU memory poisoned first."""
+    poison_gpu_pool(nbytes or sum(a.nbytes for a in arrays) * 2)
+    got = fn(*[cp.asarray(a) for a in arrays], **kw)
+    ref = fn(*arrays, **kw)
+    return got, ref
+
+
+@pytest.mark.parametrize("ndim", [1, 2, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.uint8, np.int32])
+def test_correlate_convolve_every_mode_origin_parity(cp, rng, ndim, dtype):
+    shape = {1: (1031,), 2: (67, 133), 3: (13, 21, 35)}[ndim]
+    a = (rng.standard_normal(shape) * 50).astype(dtype)
+    for mode in MODES:
+        for _ in range(2):
+            w = rng.standard_normal(tuple(int(k) for k in rng.integers(1, 6, ndim)))
+            origin = tuple(int(rng.integers(-(k // 2), (k - 1) // 2 + 1)) for k in w.shape)
+            for op in ("correlate", "convolve"):
+                got, ref = both(cp, getattr(dc, op), a, weights=w, mode=mode, cval=1.25, origin=origin)
+                assert_matches(got, ref, dtype=np.float32 if dtype == np.float32 else None)
+
+
+def test_tiled_and_direct_kernels_big_masks(cp, rng):
+    a = rng.standard_normal((150, 170)).astype(np.float32)
+    for k in [(32, 32), (1, 31), (31, 1), (33, 3), (45, 45), (17, 2)]:
+        w = rng.standard_normal(k)
+        got, ref = both(cp, dc.correlate, a, weights=w, mode="mirror")
+        assert_matches(got, ref, scale=np.abs(ref).max())
+    w3 = rng.standard_normal((11, 11, 11))  # over the constant-memory slots: global mask
+    a3 = rng.standard_normal((20, 30, 40))
+    got, ref = both(cp, dc.correlate, a3, weights=w3, mode="wrap")
+    assert_matches(got, ref)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_1d_gaussian_and_derivatives(cp, rng, mode):
+    a = rng.standard_normal((37, 45, 29)).astype(np.float32)
+    for axis in (0, 1, 2):
+        w = rng.standard_normal(9)
+        got, ref = both(cp, dc.correlate1d, a, weights=w, axis=axis, mode=mode, origin=-2)
+        assert_matches(got, ref)
+        got, ref = both(cp, dc.derivative, a, axis=axis, accuracy=8, mode=mode)
+        assert_matches(got, ref, scale=np.abs(ref).max())
+    got, ref = both(cp, dc.gaussian_filter, a, sigma=(1.0, 2.0, 0.5), mode=mode, cval=0.3)
+    assert_matches(got, ref)
+    b = rng.integers(0, 255, (40, 50)).astype(np.uint8)
+    got, ref = both(cp, dc.gaussian_filter, b, sigma=2.0, mode=mode)
+    np.testing.assert_array_less(np.abs(got.get().astype(int) - ref.astype(int)), 2)  # float32 vs float64 rounding at .5
+
+
+def test_halo_tiles_on_gpu_match_numpy(cp, rng):
+    """dask arrays of cupy blocks: the kernel reads the centre and neighbour pieces in place."""
+    a = rng.standard_normal((70, 90, 33)).astype(np.float32)
+    with dask.config.set(scheduler="threads"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for mode in MODES:
+            x = da.from_array(cp.asarray(a), chunks=(17, 40, 11))
+            w = rng.standard_normal((3, 5, 2))
+            poison_gpu_pool(a.nbytes * 3)
+            got = dc.correlate(x, w, mode=mode, origin=(0, 1, 0)).compute()
+            assert type(got).__module__.startswith("cupy")
+            assert_matches(got, ndi.correlate(a.astype(np.float64), w, mode=mode, origin=(0, 1, 0)).astype(np.float32), dtype=np.float32)
+            got = dc.gaussian_filter(x, (1.5, 0, 2.0), mode=mode).compute()
+            assert_matches(got, ndi.gaussian_filter(a, (1.5, 0, 2.0), mode=mode))
+
+
+@pytest.mark.parametrize("op", ["add", "mul", "min", "max"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.uint32, np.bool_, np.uint8])
+def test_scans(cp, rng, op, dtype):
+    from ..test_scan import reference, sample
+
+    a = sample(rng, (33, 5000), dtype, op) if op != "mul" else sample(rng, (33, 301), dtype, op)
+    for axis in (0, 1, None):
+        for exclusive in (False, True):
+            got, ref = both(cp, dc.scan, a, op=op, axis=axis, exclusive=exclusive)
+            assert_matches(got, reference(a, op, axis, exclusive))
+    long = sample(rng, (3 * 4096 * 16 + 77,), dtype, op)
+    if op == "add":
+        got = dc.cumsum(cp.asarray(long))
+        assert_matches(got, np.cumsum(long))
+
+
+def test_scan_carries_across_gpu_chunks_and_variants(cp, rng):
+    a = rng.random((64, 3000)).astype(np.float32)
+    x = da.from_array(cp.asarray(a), chunks=(20, 700))
+    for axis in (0, 1):
+        assert_matches(dc.cumsum(x, axis=axis).compute(), np.cumsum(a, axis=axis))
+    from distconv.cuda.scan import scan
+
+    row = cp.asarray(a[:, :500])
+    ref = np.cumsum(a[:, :500], axis=1)
+    for variant in ("kogge-stone", "brent-kung", "lookback"):
+        for exclusive in (False, True):
+            got = scan(row, "add", 1, exclusive, np.float32, variant=variant).get()
+            exp = ref if not exclusive else np.concatenate([np.zeros((64, 1), np.float32), ref[:, :-1]], axis=1)
+            np.testing.assert_allclose(got, exp, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "min", "max", "mean"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint8, np.bool_])
+def test_reductions(cp, rng, name, dtype):
+    from ..test_scan import sample
+
+    a = sample(rng, (37, 129, 7), dtype, "mul" if name == "prod" else "add")
+    for axis in (None, 0, 1, 2, (0, 2)):
+        got, ref = both(cp, getattr(dc, name), a, axis=axis)
+        assert_matches(np.asarray(got.get()), np.asarray(ref))
+    big = rng.standard_normal(2**22 + 3).astype(np.float32)
+    assert_matches(np.asarray(dc.max(cp.asarray(big)).get()), np.asarray(big.max()))
+
+
+def test_histograms(cp, rng):
+    for dtype in (np.float32, np.float64, np.uint8):
+        a = (rng.standard_normal(200_003) * 60).astype(dtype)
+        for bins, rng_ in [(256, None), (65536, (-100, 100)), (np.sort(rng.uniform(-80, 80, 40)), None)]:
+            (got, ge), (ref, re) = both(cp, dc.histogram, a, bins=bins, range=rng_)
+            np.testing.assert_array_equal(got.get(), ref)
+            np.testing.assert_array_equal(ge, re)
+    w = rng.random(200_003)
+    (got, _), (ref, _) = both(cp, dc.histogram, a.astype(np.float32), w, bins=100)
+    np.testing.assert_allclose(got.get(), ref, rtol=1e-9)
+    b = rng.integers(0, 3000, 100_000)
+    got, ref = both(cp, dc.bincount, b, minlength=3500)
+    np.testing.assert_array_equal(got.get(), ref)
+    x, y = rng.standard_normal(50_000), rng.standard_normal(50_000)
+    (g, _, _), (r, _, _) = both(cp, dc.histogram2d, x, y, bins=(17, 23))
+    np.testing.assert_array_equal(g.get(), r)
+
+
+@pytest.mark.parametrize("K", [1, 7, 64, 1024])
+@pytest.mark.parametrize("D", [37, 64, 128])
+def test_kmeans_assign_and_bovw(cp, rng, K, D):
+    from ..test_kmeans import assert_labels_ok
+
+    X = rng.standard_normal((5000, D)).astype(np.float32)
+    C = rng.standard_normal((K, D)).astype(np.float32)
+    poison_gpu_pool(X.nbytes)
+    labels = dc.kmeans_assign(cp.asarray(X), C).get()
+    assert_labels_ok(labels, X, C)
+    groups = rng.integers(0, 9, 5000)
+    got = dc.bovw_histogram(cp.asarray(X), C, cp.asarray(groups), n_groups=9).get()
+    ref = np.zeros((9, K), dtype=np.int64)
+    np.add.at(ref, (groups, labels), 1)
+    np.testing.assert_array_equal(got, ref)
+
+
+def test_kmeans_fit_on_gpu_matches_numpy(cp, rng):
+    from ..test_kmeans import numpy_lloyd
+
+    X = rng.standard_normal((4000, 8)).astype(np.float32)
+    C0 = X[rng.choice(4000, 5, replace=False)].astype(np.float64)
+    km = dc.KMeans(5, init=C0, max_iter=4, tol=0.0).fit(cp.asarray(X))
+    np.testing.assert_allclose(km.cluster_centers_, numpy_lloyd(X.astype(np.float64), C0, 4), rtol=1e-4, atol=1e-4)
+
+
+def test_transpose(cp, rng):
+    for shape, axes in [((1023, 777), None), ((5, 33, 65), (0, 2, 1)), ((7, 9, 11), (2, 0, 1)), ((4, 5, 6, 7), (3, 1, 0, 2))]:
+        a = rng.standard_normal(shape).astype(np.float32)
+        got, ref = both(cp, dc.transpose, a, axes=axes)
+        np.testing.assert_array_equal(got.get(), ref)
+
+
+def test_more_than_2_to_the_31_elements(cp, rng):
+    n = 46_345  # 46345^2 > 2^31
+    if cp.cuda.Device().mem_info[0] < 3 * n * n * 4:
+        pytest.skip("needs ~26 GB of free GPU memory")
+    x = cp.random.standard_normal((n, n), dtype=np.float32)
+    w = rng.standard_normal((3, 3))
+    y = dc.correlate(x, w, mode="reflect")
+    tail = x[-40:].get()
+    ref = ndi.correlate(tail.astype(np.float64), w, mode="reflect")[-30:].astype(np.float32)
+    assert_matches(y[-30:].get(), ref, dtype=np.float32)
+    del y, x
