@@ -107,10 +107,24 @@ distconv_correlate_tiled(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, 
                 const bool inside = iz >= cz0 && iz < cz1 && iy0 >= cy0 && iy0 + SH <= cy1 &&
                                     ix0 >= cx0 && ix0 + SWP <= cx1;
                 if (inside) {
+                    // loads issue in batches (32 bytes) before their shared stores: several independent
+                    // loads in flight per thread instead of one, at 8 extra registers
+                    constexpr int NT = BX * BY, ITER = (SH * SWP + NT - 1) / NT, BATCH = 32 / sizeof(T);
                     const T *p = centre + ((iz - cz0) * cH + (iy0 - cy0)) * cW + (ix0 - cx0);
-                    for (int e = tid; e < SH * SWP; e += BX * BY) {
-                        const int r = e / SWP, c = e - r * SWP;
-                        s[e] = __ldg(p + (i64)r * cW + c);
+#pragma unroll 1
+                    for (int i0 = 0; i0 < ITER; i0 += BATCH) {
+                        T buf[BATCH];
+#pragma unroll
+                        for (int j = 0; j < BATCH; ++j) {
+                            const int e = tid + (i0 + j) * NT;
+                            const int r = e / SWP, c = e - r * SWP;
+                            buf[j] = e < SH * SWP ? __ldg(p + (i64)r * cW + c) : T(0);
+                        }
+#pragma unroll
+                        for (int j = 0; j < BATCH; ++j) {
+                            const int e = tid + (i0 + j) * NT;
+                            if (e < SH * SWP) s[e] = buf[j];
+                        }
                     }
                 } else {
                     for (int e = tid; e < SH * SWP; e += BX * BY) {

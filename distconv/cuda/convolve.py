@@ -44,7 +44,17 @@ def correlate(tile: Tile, weights: np.ndarray, mode: str, cval: float, origin: t
     if out.size:
         launch(dc_tile(tile, gs), out, group_sizes(out.shape, gs), offs,
                np.asarray(weights, dtype=T).reshape(k3), MODES[mode], cval)
-    return out if T == dtype else out.astype(dtype)
+    return _to_dtype(out, dtype)
+
+
+def _to_dtype(out, dtype):
+    """Cast the float result as scipy.ndimage's C code does: truncate, then wrap into the
+    integer type (a GPU float->uint8 conversion would saturate instead)."""
+    if out.dtype == dtype:
+        return out
+    if np.dtype(dtype).kind in "iu":
+        return out.astype(np.int64).astype(dtype)
+    return out.astype(dtype)
 
 
 def correlate_passes(tile: Tile, passes: list, mode: str, cval: float):
@@ -68,11 +78,10 @@ def correlate_passes(tile: Tile, passes: list, mode: str, cval: float):
             launch(dc_tile(cur, gs), out, group_sizes(out.shape, gs), offs,
                    np.asarray(w, dtype=T).reshape(k3), MODES[mode], cval)
         if T != dtype and i < len(passes) - 1:  # scipy keeps intermediates in the input dtype
-            out = out.astype(dtype).astype(T)
+            out = _to_dtype(out, dtype).astype(T)
         lo_ext[axis] = 0
         cur = Tile.of(out)
-    res = cur.centre
-    return res if T == dtype else res.astype(dtype)
+    return _to_dtype(cur.centre, dtype)
 
 
 def _offset(tile: Tile, group: list, kshape, origin) -> int:
