@@ -68,7 +68,7 @@ __device__ __forceinline__ void dc_store4(double *o, double a, double b, double 
 // Mask: constant memory (CMASK, slot) or global memory (wg) when it does not fit.
 // Limits: KH, KW <= 32 (compile time); KD any; sizes 64-bit.
 template <typename T, int KH, int KW, int BX, int BY, int PX, int PY, bool CMASK>
-__global__ void __launch_bounds__(BX *BY, 2)
+__global__ void __launch_bounds__(BX *BY, sizeof(T) == 4 ? 2 : 1)
 distconv_correlate_tiled(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW,
                          i64 offD, i64 offH, i64 offW, int KD, int mode, T cval, int slot,
                          const T *__restrict__ wg) {
