@@ -36,8 +36,9 @@ def info(cluster_path):
 @click.argument("workflow_path", metavar="WORKFLOW.yaml")
 @click.option("--cluster", "cluster_path", default=None, help="cluster YAML (default ./cluster.yaml)")
 @click.option("--overwrite", is_flag=True, help="replace existing outputs")
+@click.option("--resume", is_flag=True, help="finish an interrupted run: write only the missing blocks")
 @click.option("--no-progress", is_flag=True, help="no progress bar")
-def run(workflow_path, cluster_path, overwrite, no_progress):
+def run(workflow_path, cluster_path, overwrite, resume, no_progress):
     """Run a batch workflow on the cluster."""
     from . import workflow
     from .cluster import cluster, load_config
@@ -46,7 +47,8 @@ def run(workflow_path, cluster_path, overwrite, no_progress):
         wf = workflow.load(workflow_path)
         load_config(cluster_path)
         with cluster(cluster_path) as client:
-            summary = workflow.run(wf, client, overwrite=overwrite or None, progress=not no_progress)
+            summary = workflow.run(wf, client, overwrite=overwrite or None, progress=not no_progress,
+                                       resume=resume)
     except (workflow.WorkflowError, ClusterConfigError, ValueError, TypeError, FileNotFoundError) as e:
         _fail(str(e))
     click.echo(workflow.format_summary(summary))

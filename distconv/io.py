@@ -57,32 +57,60 @@ def create(path: str, shape, chunks, dtype, codec: str = "zstd", overwrite: bool
                              attributes=attrs or {})
 
 
-def to_host_blocks(arr: da.Array) -> da.Array:
-    """GPU blocks come back to host memory before they are encoded."""
-    from .chunk import is_cupy, to_host
-
-    if is_cupy(arr._meta):
-        return arr.map_blocks(to_host, meta=np.empty((0,) * arr.ndim, dtype=arr.dtype))
-    return arr
-
-
 def to_device_blocks(arr: da.Array) -> da.Array:
     import cupy
 
     return arr.map_blocks(cupy.asarray, meta=cupy.empty((0,) * arr.ndim, dtype=arr.dtype))
 
 
+BLOCKS_DIR = ".distconv-blocks"
+
+
 def store(arr: da.Array, path: str, storage_chunks=None, codec: str = "zstd",
-          overwrite: bool = False, attrs=None):
-    """Write ``arr`` into a new Zarr array, rechunked so that no storage chunk has two writers.
-    Returns the (lazy) delayed store."""
+          overwrite: bool = False, attrs=None, resume: bool = False) -> da.Array:
+    """Lazily write ``arr`` into a Zarr array: blocks aligned to storage chunks (no chunk has
+    two writers), each block's write idempotent and recorded by a marker file, so a rerun with
+    ``resume`` writes only the blocks that are missing. Returns the dask array of write flags."""
+    import zarr
+
     storage = tuple(storage_chunks or (c[0] for c in arr.chunks))
-    aligned = tuple(
-        tuple(_aligned(sizes, s)) for sizes, s in zip(arr.chunks, storage))
+    aligned = tuple(tuple(_aligned(sizes, s)) for sizes, s in zip(arr.chunks, storage))
     if aligned != arr.chunks:
         arr = arr.rechunk(aligned)
-    target = create(path, arr.shape, storage, arr.dtype, codec, overwrite, attrs)
-    return da.store(to_host_blocks(arr), target, lock=False, compute=False)
+    p = Path(path)
+    if resume and p.exists():
+        target = zarr.open_array(str(p), mode="r+")
+        if target.shape != arr.shape or target.dtype != arr.dtype:
+            raise ValueError(f"cannot resume {path!r}: it holds {target.shape} {target.dtype}, "
+                             f"the workflow makes {arr.shape} {arr.dtype}")
+    else:
+        target = create(str(p), arr.shape, storage, arr.dtype, codec, overwrite, attrs)
+    marks = p / BLOCKS_DIR
+    marks.mkdir(parents=True, exist_ok=True)
+
+    def write(block, block_info=None):
+        info = block_info[0]
+        mark = marks / "-".join(map(str, info["chunk-location"]))
+        if not mark.exists():
+            target[tuple(slice(a, b) for a, b in info["array-location"])] = to_host_array(block)
+            mark.touch()
+        return np.ones((1,) * block.ndim, dtype=bool)
+
+    return arr.map_blocks(write, chunks=tuple((1,) * len(c) for c in arr.chunks), dtype=bool,
+                          meta=np.empty((0,) * arr.ndim, dtype=bool), name="distconv-store")
+
+
+def to_host_array(block):
+    from .chunk import to_host
+
+    return to_host(block)
+
+
+def finish(path: str):
+    """Drop the per-block markers once the whole output is written."""
+    import shutil
+
+    shutil.rmtree(Path(path) / BLOCKS_DIR, ignore_errors=True)
 
 
 def _aligned(sizes: tuple, step: int) -> list[int]:
@@ -97,6 +125,22 @@ def _aligned(sizes: tuple, step: int) -> list[int]:
     if bounds[-1] != total:
         bounds.append(total)
     return list(np.diff([0] + bounds))
+
+
+def synthetic_dataset(path: str, variable: str, shape, chunks, dims=None, dtype="float32", seed: int = 0):
+    """An xarray dataset (time, lat, lon by default) with coordinates, written to Zarr."""
+    import xarray as xr
+
+    dims = list(dims or ["time", "lat", "lon"][-len(shape):])
+    coords = {d: np.linspace(0.0, 1.0 if d != "time" else n - 1.0, n) for d, n in zip(dims, shape)}
+    rs = da.random.RandomState(seed)
+    grids = da.meshgrid(*[da.from_array(coords[d], chunks=c) for d, c in zip(dims, chunks)], indexing="ij")
+    field = sum(da.sin(2 * np.pi * (i + 1) * g) for i, g in enumerate(grids))
+    data = (field + 0.1 * rs.standard_normal(tuple(shape), chunks=tuple(chunks))).astype(dtype)
+    ds = xr.Dataset({variable: (dims, data.rechunk(tuple(chunks)))}, coords=coords,
+                    attrs={"title": "distconv synthetic dataset"})
+    ds[variable].attrs["units"] = "K"
+    ds.to_zarr(path, mode="w", consolidated=False)
 
 
 def synthetic(path: str, shape, chunks, dtype="float32", seed: int = 0, codec: str = "zstd"):

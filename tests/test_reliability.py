@@ -1,0 +1,118 @@
+"""Faults survived and monitoring: a worker killed mid-job, the dashboard over HTTP while a job
+runs, and every public op refusing bad input before any work."""
+
+import os
+import signal
+import threading
+import time
+import urllib.request
+
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.ndimage as ndi
+
+import distconv as dc
+from distconv import workflow
+
+from .test_workflow import read, small
+
+
+def test_worker_killed_mid_workflow_output_identical(tmp_path):
+    wf = small("demo", tmp_path, shape=[512, 256], chunks=[32, 256])
+    wf.chunks = [32, 256]
+    cfg = {"type": "cpu", "n_workers": 2, "threads_per_worker": 1, "processes": True,
+           "dashboard_address": "127.0.0.1:0"}
+    with dc.cluster(cfg, quiet=True) as client:
+        workflow.run(wf, client, progress=False)
+        clean = read(wf.outputs["path"])
+        pids = list(client.run(os.getpid).values())
+
+        def kill_one():
+            time.sleep(0.3)
+            os.kill(pids[0], signal.SIGKILL)
+
+        killer = threading.Thread(target=kill_one)
+        killer.start()
+        workflow.run(wf, client, overwrite=True, progress=False)
+        killer.join()
+    np.testing.assert_array_equal(read(wf.outputs["path"]), clean)
+
+
+def test_dashboard_serves_task_names_over_http_while_a_job_runs(rng):
+    cfg = {"type": "cpu", "n_workers": 1, "threads_per_worker": 2, "processes": False,
+           "dashboard_address": "127.0.0.1:0"}
+    with dc.cluster(cfg, quiet=True) as client:
+        port = client.scheduler_info()["services"]["dashboard"]
+        x = da.from_array(rng.standard_normal((2048, 512)), chunks=(64, 512))
+        fut = client.compute(dc.correlate(x, np.ones((9, 9))).sum())
+        seen = ""
+        for _ in range(50):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                seen = r.read().decode()
+            if "distconv-correlate" in seen:
+                break
+            time.sleep(0.1)
+        fut.result()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5) as r:
+            assert r.status == 200
+    assert "distconv-correlate" in seen
+
+
+BAD = {
+    "wrong dtype": (lambda f: f(np.array(["a", "b"])), TypeError),
+    "complex": (lambda f: f(np.ones(8, complex)), TypeError),
+    "float16": (lambda f: f(np.ones(8, np.float16)), TypeError),
+}
+OPS = {
+    "correlate": lambda x: dc.correlate(x, np.ones(3)),
+    "convolve": lambda x: dc.convolve(x, np.ones(3)),
+    "correlate1d": lambda x: dc.correlate1d(x, [1, 2]),
+    "gaussian_filter": lambda x: dc.gaussian_filter(x, 1.0),
+    "derivative": lambda x: dc.derivative(x, 0),
+    "laplace": lambda x: dc.laplace(x),
+    "cumsum": lambda x: dc.cumsum(x),
+    "scan": lambda x: dc.scan(x, "max"),
+    "sum": lambda x: dc.sum(x),
+    "histogram": lambda x: dc.histogram(x, bins=4, range=(0, 1)),
+    "transpose": lambda x: dc.transpose(x),
+}
+
+
+@pytest.mark.parametrize("op", list(OPS))
+@pytest.mark.parametrize("case", list(BAD))
+def test_every_op_refuses_bad_dtypes_naming_the_argument(op, case):
+    call, exc = BAD[case]
+    with pytest.raises(exc, match=r"\bx\b"):
+        call(OPS[op])
+
+
+@pytest.mark.parametrize("op", ["correlate", "gaussian_filter", "derivative", "cumsum", "sum", "histogram"])
+def test_nan_inf_and_noncontiguous_match_numpy_paths(rng, op):
+    a = rng.standard_normal((12, 14))
+    a[2, 3], a[5, 5] = np.nan, np.inf
+    view = a[::2, ::-1]  # non-contiguous
+    ref = {"correlate": lambda v: ndi.correlate(v, np.ones((3, 3))),
+           "gaussian_filter": lambda v: ndi.gaussian_filter(v, 1.0),
+           "derivative": lambda v: ndi.correlate1d(v, [-0.5, 0, 0.5], axis=0, mode="nearest"),
+           "cumsum": lambda v: np.cumsum(v),
+           "sum": lambda v: np.sum(v),
+           "histogram": lambda v: np.histogram(v, bins=4, range=(-1, 1))[0]}[op]
+    got = {"correlate": lambda v: dc.correlate(v, np.ones((3, 3))),
+           "gaussian_filter": lambda v: dc.gaussian_filter(v, 1.0),
+           "derivative": lambda v: dc.derivative(v, 0),
+           "cumsum": lambda v: dc.cumsum(v),
+           "sum": lambda v: dc.sum(v),
+           "histogram": lambda v: dc.histogram(v, bins=4, range=(-1, 1))[0]}[op]
+    for data in (view, da.from_array(np.ascontiguousarray(view), chunks=(3, 4))):
+        g = got(data)
+        g = np.asarray(g.compute() if hasattr(g, "compute") else g)
+        np.testing.assert_allclose(g, ref(view), rtol=1e-12, equal_nan=True)
+
+
+def test_empty_and_zero_d_inputs():
+    assert dc.cumsum(np.zeros(0)).shape == (0,)
+    assert dc.correlate(np.zeros((0, 3)), np.ones((1, 1))).shape == (0, 3)
+    with pytest.raises(ValueError, match="at least one dimension"):
+        dc.gaussian_filter(np.float64(3.0), 1.0)
+    assert dc.sum(np.float64(3.0)) == 3.0

@@ -1,0 +1,144 @@
+"""Every ready workflow on small data (values checked), bad workflows refused, resume."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.ndimage as ndi
+import yaml
+import zarr
+
+import distconv as dc
+from distconv import workflow
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def small(name, tmp_path, shape=None, chunks=None, **changes):
+    doc = yaml.safe_load((ROOT / "workflows" / f"{name}.yaml").read_text())
+    if shape is not None:
+        doc["input"]["synthetic"].update(shape=shape, chunks=chunks)
+    doc.update(changes)
+    p = tmp_path / f"{name}.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    return workflow.load(p)
+
+
+def read(path):
+    return zarr.open_array(str(path), mode="r")[...]
+
+
+def test_demo_gaussian_then_laplacian(tmp_path):
+    wf = small("demo", tmp_path, shape=[96, 80], chunks=[32, 40])
+    s = workflow.run(wf, progress=False)
+    src, out = read(wf.input["path"]), read(wf.outputs["path"])
+    ref = ndi.correlate(ndi.gaussian_filter(src, 2.0), [[0, 1, 0], [1, -4, 1], [0, 1, 0]], mode="nearest")
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+    assert s["bytes_in"] == src.nbytes and (Path(wf.outputs["path"]) / workflow.MARKER).exists()
+
+
+def test_smooth_stack_and_report(tmp_path):
+    wf = small("smooth", tmp_path, shape=[3, 64, 70], chunks=[1, 32, 32])
+    s = workflow.run(wf, progress=False)
+    np.testing.assert_allclose(read(wf.outputs["path"]), ndi.gaussian_filter(read(wf.input["path"]), (0, 2, 2)),
+                               rtol=1e-5, atol=1e-5)
+    assert Path(s["report"]).read_text().startswith("# distconv report")
+    assert Path(s["report"]).with_suffix(".thumbs.png").stat().st_size > 1000
+
+
+def test_gradient_dataset_along_named_dim(tmp_path):
+    import xarray as xr
+
+    wf = small("gradient", tmp_path, shape=[4, 19, 36], chunks=[2, 19, 36])
+    workflow.run(wf, progress=False)
+    t = xr.open_zarr(wf.input["path"], consolidated=False)["temperature"]
+    h = float(t.lon[1] - t.lon[0])
+    ref = dc.derivative(t.values, 2, 1, 8, spacing=h, mode="wrap")
+    np.testing.assert_allclose(read(wf.outputs["path"]), ref, rtol=1e-4, atol=1e-3)
+
+
+def test_cumulative_along_time(tmp_path):
+    import xarray as xr
+
+    wf = small("cumulative", tmp_path, shape=[10, 5, 6], chunks=[3, 5, 6])
+    workflow.run(wf, progress=False)
+    r = xr.open_zarr(wf.input["path"], consolidated=False)["rain"].values
+    np.testing.assert_allclose(read(wf.outputs["path"]), np.cumsum(r, axis=0), rtol=1e-5, atol=1e-5)
+
+
+def test_hist_json_png(tmp_path):
+    wf = small("hist", tmp_path, shape=[64, 64], chunks=[32, 32])
+    workflow.run(wf, progress=False)
+    h = json.loads(Path(wf.outputs["histogram"]["json"]).read_text())
+    ref, edges = np.histogram(read(wf.outputs["path"]), bins=128)
+    assert h["counts"] == ref.tolist()
+    np.testing.assert_allclose(h["edges"], edges, rtol=1e-6)
+    assert Path(wf.outputs["histogram"]["png"]).stat().st_size > 1000
+
+
+def test_bovw_on_sample_images(tmp_path):
+    wf = small("bovw", tmp_path)
+    wf.input["images"] = ["camera", "coins", "moon"]
+    wf.steps = [("bovw", {"patch": 8, "n_clusters": 8, "image_clusters": 2, "seed": 0})]
+    s = workflow.run(wf, progress=False)
+    doc = json.loads((Path(s["output"]) / "bovw.json").read_text())
+    from distconv.workflow_bovw import descriptors
+    import skimage.data
+
+    sizes = [len(descriptors(getattr(skimage.data, n)(), 8)) for n in ("camera", "coins", "moon")]
+    assert [sum(h) for h in doc["histograms"]] == sizes
+    assert len(doc["image_clusters"]) == 3
+
+
+@pytest.mark.parametrize("mutate, match", [
+    (lambda d: d["input"].update(path="nowhere.zarr", synthetic=None) or d["input"].pop("synthetic"), "does not exist"),
+    (lambda d: d["outputs"].update(path=d["input"]["path"]), "is the input path"),
+    (lambda d: d["steps"].append({"op": "blur"}), "step 3: unknown op 'blur'"),
+    (lambda d: d["steps"][0].update(sigmaa=1), "step 1 \\(gaussian_filter\\).*sigmaa"),
+    (lambda d: d.update(outputz={}), "unknown key 'outputz'"),
+    (lambda d: d["input"].update(region={0: [5000, 6000]}), "selects nothing"),
+])
+def test_bad_workflows_one_clear_error_nothing_written(tmp_path, mutate, match):
+    doc = yaml.safe_load((ROOT / "workflows" / "demo.yaml").read_text())
+    doc["input"]["synthetic"].update(shape=[32, 32], chunks=[16, 16])
+    mutate(doc)
+    p = tmp_path / "bad.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    cmd = [sys.executable, "-m", "distconv.cli", "run", str(p), "--no-progress", "--cluster", str(_cpu_cluster(tmp_path))]
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and __import__("re").search(match, res.stderr), res.stderr
+    assert not (tmp_path / "demo-data" / "output.zarr").exists()
+
+
+def _cpu_cluster(tmp_path):
+    c = tmp_path / "cluster.yaml"
+    c.write_text("cluster:\n  type: cpu\n  n_workers: 1\n  threads_per_worker: 2\n  processes: false\n"
+                 "  dashboard_address: '127.0.0.1:0'\n")
+    return c
+
+
+def test_resume_writes_only_missing_blocks_and_equals_clean_run(tmp_path):
+    wf = small("demo", tmp_path, shape=[96, 80], chunks=[16, 80])
+    wf.chunks = [16, 80]
+    workflow.run(wf, progress=False)
+    clean = read(wf.outputs["path"])
+    out = Path(wf.outputs["path"])
+    # an interrupted run: no completion marker, some blocks never written
+    (out / workflow.MARKER).unlink()
+    marks = out / ".distconv-blocks"
+    marks.mkdir()
+    z = zarr.open_array(str(out), mode="r+")
+    for i in range(6):
+        if i not in (2, 4):
+            (marks / f"{i}-0").touch()
+    z[32:48] = 0
+    z[64:80] = 0
+    with pytest.raises(workflow.WorkflowError, match="incomplete"):
+        workflow.run(wf, progress=False)
+    workflow.run(wf, progress=False, resume=True)
+    np.testing.assert_array_equal(read(out), clean)
+    assert (out / workflow.MARKER).exists() and not marks.exists()
