@@ -1,0 +1,175 @@
+"""Dask rows on GPU-resident data (PERF.md): `python -m benchmarks.dask_rows --gpus 2`.
+
+For each case: data generated on the workers and persisted (16 GiB of input per GPU), then the
+median of `wait(op(x).persist())` over fresh keys; beside it the same kernel through map_blocks
+with no halos/carries (halo_overhead), the op's single-GPU whole-array rate measured on a worker
+(efficiency), and the dask anchor on the same cluster. Reads the task stream for placement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+GiB = 2**30
+
+
+def _timed(client, make, repeat=3):
+    from distributed import wait
+
+    times = []
+    for i in range(repeat):
+        y = make(i)
+        t = time.perf_counter()
+        y = y.persist()
+        wait(y)
+        times.append(time.perf_counter() - t)
+        del y
+    return float(np.median(times))
+
+
+def _single_gpu_rate(client, case):
+    """The op's whole-array GB/s on one worker's GPU (1 GiB input), by CUDA events."""
+
+    def measure():
+        import cupy
+        from cupyx.profiler import benchmark
+
+        import distconv as dc
+
+        x = cupy.random.standard_normal((16384, 16384), dtype=cupy.float32)
+        fn = {"dask_conv2d_5x5": lambda: dc.correlate(x, W5),
+              "dask_scan_axis1": lambda: dc.cumsum(x, axis=1),
+              "dask_hist256": lambda: dc.histogram(x, bins=256, range=(-5, 5)),
+              "dask_deriv8": lambda: dc.derivative(x, 0, accuracy=8)}[case]
+        ms = float(np.median(benchmark(fn, n_repeat=10, n_warmup=2).gpu_times[0]) * 1e3)
+        nbytes = x.nbytes * (1 if case == "dask_hist256" else 2)
+        return nbytes / ms / 1e6
+
+    return list(client.run(measure).values())[0]
+
+
+W5 = np.random.default_rng(5).standard_normal((5, 5))
+
+
+def run(gpus: int, rows_per_gpu: int, width: int, out: Path, e2e: bool):
+    import cupy
+    import dask.array as da
+    from dask_cuda import LocalCUDACluster
+    from distributed import Client
+
+    import distconv as dc
+    from distconv.chunk import convolve as chunk_conv
+    from distconv.chunk import histogram as chunk_hist
+    from distconv.chunk import scan as chunk_scan
+
+    cluster = LocalCUDACluster(n_workers=gpus, threads_per_worker=4, dashboard_address="127.0.0.1:0",
+                               protocol="tcp")
+    client = Client(cluster)
+    shape = (gpus * rows_per_gpu, width)
+    chunk_rows = 4096
+    rs = da.random.RandomState(RandomState=cupy.random.RandomState)
+    x = rs.standard_normal(shape, chunks=(chunk_rows, width), dtype=np.float32).persist()
+    from distributed import wait
+
+    wait(x)
+    placement = {}
+    for key, workers in client.who_has(x).items():
+        placement.setdefault(next(iter(workers)), 0)
+        placement[next(iter(workers))] += 1
+    nbytes = x.nbytes
+    rows = []
+    c8 = dc.stencil.central_coefficients(1, 8)
+    cases = {
+        "dask_conv2d_5x5": (lambda i: dc.correlate(x, W5 * (1 + 1e-7 * i)),
+                            lambda i: x.map_blocks(chunk_conv.correlate, weights=W5 * (1 + 1e-7 * i), mode="reflect",
+                                                   cval=0.0, origin=(0, 0), dtype=np.float32),
+                            "dask-image correlate (cupy chunks)",
+                            lambda i: __import__("dask_image.ndfilters", fromlist=["x"]).correlate(
+                                x, cupy.asarray(W5 * (1 + 1e-7 * i), dtype=np.float32)), 2),
+        "dask_scan_axis1": (lambda i: dc.cumsum(x + np.float32(i), axis=1),
+                            lambda i: (x + np.float32(i)).map_blocks(chunk_scan.scan, op="add", axis=1, exclusive=False,
+                                                                     dtype=np.float32),
+                            "dask cumsum (blelloch)",
+                            lambda i: (x + np.float32(i)).cumsum(axis=1, method="blelloch"), 2),
+        "dask_hist256": (lambda i: dc.histogram(x, bins=256, range=(-5, 5 + 1e-6 * i))[0],
+                         lambda i: x.map_blocks(lambda b: chunk_hist.counts(b, np.linspace(-5, 5 + 1e-6 * i, 257).astype(np.float32), True)[None],
+                                                chunks=((1,) * x.numblocks[0], (256,)), dtype=np.int64),
+                         "dask.array.histogram",
+                         lambda i: da.histogram(x, bins=256, range=(-5, 5 + 1e-6 * i))[0], 1),
+        "dask_deriv8": (lambda i: dc.derivative(x, 0, accuracy=8, spacing=1 + 1e-7 * i),
+                        lambda i: x.map_blocks(chunk_conv.correlate_passes, passes=[(0, c8 / (1 + 1e-7 * i), 0)],
+                                               mode="nearest", cval=0.0, dtype=np.float32),
+                        "map_overlap + cupyx correlate1d",
+                        lambda i: x.map_overlap(lambda b: __import__("cupyx.scipy.ndimage", fromlist=["x"]).correlate1d(
+                            b, cupy.asarray(c8, dtype=np.float32), axis=0, mode="nearest"), depth={0: 4, 1: 0},
+                            boundary="none"), 2),
+    }
+    for case, (op, blocks, anchor_name, anchor, passes) in cases.items():
+        t_op = _timed(client, op)
+        t_blocks = _timed(client, blocks)
+        try:
+            t_anchor = _timed(client, anchor, repeat=1)
+        except Exception as e:  # noqa: BLE001 - an anchor that fails is reported, not fatal
+            t_anchor, anchor_name = None, f"{anchor_name} (failed: {type(e).__name__})"
+        single = _single_gpu_rate(client, case)
+        moved = nbytes if passes == 1 else 2 * nbytes
+        gbps = moved / t_op / 1e9
+        rows.append({"case": case, "layer": "dask", "gpus": gpus, "ms": round(t_op * 1e3, 2), "GBps": round(gbps, 1),
+                     "pct_copy": None, "anchor": anchor_name,
+                     "anchor_ms": None if t_anchor is None else round(t_anchor * 1e3, 1),
+                     "speedup": None if t_anchor is None else round(t_anchor / t_op, 2),
+                     "efficiency": round(gbps / (gpus * single), 3), "halo_overhead": round(t_op / t_blocks, 3),
+                     "checked": False, "note": f"single-GPU whole-array {single:.0f} GB/s; map_blocks {t_blocks * 1e3:.1f} ms"})
+        print(json.dumps(rows[-1]), flush=True)
+    # correctness of one distributed result against the numpy path on a slab crossing a chunk boundary
+    y = dc.correlate(x, W5)[chunk_rows - 8: chunk_rows + 8].compute().get()
+    src = x[chunk_rows - 10: chunk_rows + 10].compute().get()
+    import scipy.ndimage as ndi
+
+    ok = np.allclose(y, ndi.correlate(src.astype(np.float64), W5)[2:-2], rtol=1e-4, atol=1e-3)
+    rows[0]["checked"] = bool(ok)
+    doc = {"gpus": gpus, "shape": list(shape), "input_GiB": nbytes / GiB, "placement": {str(k): v for k, v in placement.items()},
+           "rows": rows}
+    if e2e:
+        doc["e2e"] = e2e_row(client, gpus)
+    client.close()
+    cluster.close()
+    out.write_text(json.dumps(doc, indent=1))
+    return doc
+
+
+def e2e_row(client, gpus):
+    """Zarr (zstd) -> correlate 5x5 -> Zarr through the workflow engine, 4 GiB."""
+    import dask.array as da
+
+    from distconv import io, workflow
+
+    root = Path(os.environ.get("TMPDIR", "/tmp")) / "dc-e2e"
+    src = root / "in.zarr"
+    if not src.exists():
+        io.synthetic(str(src), (32768, 32768), (2048, 32768), "float32", 0)
+    wf = workflow.Workflow(name="e2e", kind="array", source=Path("e2e"), input={"path": str(src)},
+                           steps=[("correlate", {"weights": W5.tolist()})],
+                           outputs={"path": str(root / "out.zarr"), "codec": "zstd"}, chunks=[2048, 32768])
+    t = time.perf_counter()
+    s = workflow.run(wf, client, overwrite=True, progress=False)
+    secs = time.perf_counter() - t
+    return {"case": "e2e_zarr_conv5", "layer": "end to end", "gpus": gpus, "GBps": round(s["bytes_in"] / secs / 1e9, 3),
+            "seconds": round(secs, 2), "input_GiB": s["bytes_in"] / GiB}
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--gpus", type=int, default=1)
+    p.add_argument("--rows-per-gpu", type=int, default=65536)
+    p.add_argument("--width", type=int, default=65536)
+    p.add_argument("--out", default="dask-rows.json")
+    p.add_argument("--e2e", action="store_true")
+    a = p.parse_args()
+    run(a.gpus, a.rows_per_gpu, a.width, Path(a.out), a.e2e)
