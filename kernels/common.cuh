@@ -1,7 +1,7 @@
 // distconv common device helpers: boundary modes, halo tiles, scan/reduce operators.
 // Inlined by distconv/cuda/loader.py into every kernel source, so the compile cache key
 // covers this header too.
-#pragma once
+#pragma once  // (a no-op once inlined by the loader)
 
 typedef long long i64;
 

@@ -35,7 +35,8 @@ __device__ __forceinline__ int dc_bin(E v, const E *e, int nbins, E lo, E scale)
 
 // ---------------------------------------------------------------------------------------------
 // distconv_histogram: counts (or weight sums) of n values of x into nbins bins.
-// Threads -> data: grid-stride, UNROLL independent loads per thread per step (coalesced).
+// Threads -> data: grid-stride, UNROLL (8; 4 on the atomic-bound global path) independent
+//   coalesced loads in flight per thread.
 // SMEM: each warp adds into one of `copies` private sub-histograms in shared memory
 //   (uint32 counts or float64 sums; `copies` chosen by the launcher to spread contention), and
 //   the edges are staged there too; at the end the block folds its copies into the global
@@ -49,7 +50,6 @@ __global__ void __launch_bounds__(256)
 distconv_histogram(const T *__restrict__ x, i64 n, const E *__restrict__ edges, int nbins, E lo,
                    E scale, const W *__restrict__ w, unsigned long long *counts, double *sums,
                    int copies) {
-    constexpr int UNROLL = 4;
     extern __shared__ __align__(16) unsigned char dc_smem_raw[];
     E *se = reinterpret_cast<E *>(dc_smem_raw);
     const int tid = threadIdx.x;
@@ -68,6 +68,7 @@ distconv_histogram(const T *__restrict__ x, i64 n, const E *__restrict__ edges, 
         e = se;
     }
     const int copy = (tid >> 5) % copies;
+    constexpr int UNROLL = (SMEM && sizeof(T) <= 4) ? 8 : 4;  // independent loads in flight
     const i64 stride = (i64)gridDim.x * blockDim.x * UNROLL;
     for (i64 base = (i64)blockIdx.x * blockDim.x * UNROLL + tid; base < n; base += stride) {
         T v[UNROLL];

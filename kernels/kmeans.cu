@@ -18,6 +18,20 @@
 // that the next dimensions of the same rows then find in L1.
 __device__ __forceinline__ void dc_km_stage(float *s, const float *__restrict__ m, i64 rows, int D,
                                             i64 row0, int d0) {
+    if ((D & 3) == 0) {  // 16-byte loads: thread -> (row, 4 dims); shared stores stay conflict-free
+        for (int e = threadIdx.x; e < DC_KM_BM * DC_KM_KC / 4; e += blockDim.x) {
+            const int v = e / DC_KM_BM, r = e - v * DC_KM_BM;
+            const i64 row = row0 + r;
+            const int dim = d0 + 4 * v;
+            float4 q = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (row < rows && dim < D) q = __ldg(reinterpret_cast<const float4 *>(m + row * D + dim));
+            s[(4 * v) * DC_KM_BM + r] = q.x;
+            s[(4 * v + 1) * DC_KM_BM + r] = q.y;
+            s[(4 * v + 2) * DC_KM_BM + r] = q.z;
+            s[(4 * v + 3) * DC_KM_BM + r] = q.w;
+        }
+        return;
+    }
     for (int e = threadIdx.x; e < DC_KM_BM * DC_KM_KC; e += blockDim.x) {
         const int d = e / DC_KM_BM, r = e - d * DC_KM_BM;
         const i64 row = row0 + r;
@@ -35,8 +49,9 @@ __device__ __forceinline__ void dc_km_stage(float *s, const float *__restrict__ 
 //   (the split keeps 16-byte shared loads conflict-free). The 16 threads of one ty sit in one
 //   half-warp and fold their running minima with shuffles at the end.
 // Shared memory: 2 x KC x 128 floats = 32 KiB (descriptor and centroid slices).
-// Limits: float32; any n, K, D (D is walked in slices of 32, zero-padded); cnorm = |c_k|^2.
-__global__ void __launch_bounds__(256)
+// Limits: float32; any n, K, D (D is walked in slices of 32, zero-padded; 16-byte loads when
+//   D % 4 == 0, which needs X and C 16-byte aligned: cupy allocations are); cnorm = |c_k|^2.
+__global__ void __launch_bounds__(256, 2)
 distconv_kmeans_assign(const float *__restrict__ X, i64 n, int D, const float *__restrict__ C, int K,
                        const float *__restrict__ cnorm, int *__restrict__ labels,
                        const long long *__restrict__ groups, unsigned long long *counts,

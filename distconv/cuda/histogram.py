@@ -16,7 +16,7 @@ def _grid(n: int) -> int:
     import cupy
 
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
-    return int(max(min(-(-n // 1024), sms * 8), -(-n // PER_BLOCK), 1))
+    return int(max(min(-(-n // 2048), sms * 8), -(-n // PER_BLOCK), 1))
 
 
 def _weights(weights, n):
