@@ -73,12 +73,12 @@ def run(gpus: int, rows_per_gpu: int, width: int, out: Path, e2e: bool):
                                protocol="tcp")
     client = Client(cluster)
     shape = (gpus * rows_per_gpu, width)
-    chunk_rows = 4096
+    chunk_rows, chunk_cols = 4096, min(width, 16384)
     # each GPU generates and keeps its own 16 GiB (placement by design, not by the scheduler's luck)
     from distributed import wait
 
     rs = da.random.RandomState(RandomState=cupy.random.RandomState)
-    parts = [client.persist(rs.standard_normal((rows_per_gpu, width), chunks=(chunk_rows, width), dtype=np.float32),
+    parts = [client.persist(rs.standard_normal((rows_per_gpu, width), chunks=(chunk_rows, chunk_cols), dtype=np.float32),
                             workers=[w]) for w in list(client.scheduler_info()["workers"])[:gpus]]
     x = da.concatenate(parts, axis=0)
     wait(x)
