@@ -105,7 +105,7 @@ def run(gpus: int, rows_per_gpu: int, width: int, out: Path, e2e: bool):
                             lambda i: x.cumsum(axis=1, method="blelloch"), 2),
         "dask_hist256": (lambda i: dc.histogram(x, bins=256, range=(-5, 5 + 1e-6 * i))[0],
                          lambda i: x.map_blocks(lambda b: chunk_hist.counts(b, np.linspace(-5, 5 + 1e-6 * i, 257).astype(np.float32), True)[None],
-                                                chunks=((1,) * x.numblocks[0], (256,)), dtype=np.int64),
+                                                chunks=((1,) * x.numblocks[0], (256,) * x.numblocks[1]), dtype=np.int64),
                          "dask.array.histogram",
                          lambda i: da.histogram(x, bins=256, range=(-5, 5 + 1e-6 * i))[0], 1),
         "dask_deriv8": (lambda i: dc.derivative(x, 0, accuracy=8, spacing=1 + 1e-7 * i),
