@@ -116,3 +116,46 @@ def test_empty_and_zero_d_inputs():
     with pytest.raises(ValueError, match="at least one dimension"):
         dc.gaussian_filter(np.float64(3.0), 1.0)
     assert dc.sum(np.float64(3.0)) == 3.0
+
+
+def test_oom_message_names_chunk_free_memory_and_a_size_to_try():
+    from distconv.cuda import oom_message
+
+    msg = oom_message((65536, 65536), np.float32, free=8 * 2**30, total=80 * 2**30)
+    assert "(65536, 65536) float32 (16.00 GiB)" in msg and "8.00 GiB free of 80.00 GiB" in msg
+    assert "Rechunk to about (23170, 23170)" in msg
+
+
+# ---- chunking invariance of every op on the CPU path (property-based) ------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+PROPERTY_OPS = {
+    "gaussian_filter": lambda x, m: dc.gaussian_filter(x, 1.2, mode=m),
+    "correlate1d": lambda x, m: dc.correlate1d(x, [1.0, -2.0, 0.5], axis=0, mode=m),
+    "derivative": lambda x, m: dc.derivative(x, 1, 2, 4, mode=m),
+    "laplace": lambda x, m: dc.laplace(x, mode=m),
+    "cumsum0": lambda x, m: dc.cumsum(x, axis=0),
+    "cummax1": lambda x, m: dc.cummax(x, axis=1),
+    "sum": lambda x, m: dc.sum(x, axis=1),
+    "max": lambda x, m: dc.max(x, axis=0),
+    "histogram": lambda x, m: dc.histogram(x, bins=7, range=(-2, 2))[0],
+    "transpose": lambda x, m: dc.transpose(x),
+}
+
+
+@pytest.mark.parametrize("op", list(PROPERTY_OPS))
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_results_never_depend_on_the_chunking(op, data):
+    import warnings
+
+    shape = data.draw(st.tuples(st.integers(3, 14), st.integers(3, 14)))
+    chunks = tuple(data.draw(st.integers(1, s)) for s in shape)
+    mode = data.draw(st.sampled_from(["reflect", "constant", "nearest", "mirror", "wrap"]))
+    a = np.random.default_rng(data.draw(st.integers(0, 2**31))).standard_normal(shape)
+    whole = np.asarray(PROPERTY_OPS[op](a, mode))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = PROPERTY_OPS[op](da.from_array(a, chunks=chunks), mode).compute()
+    np.testing.assert_allclose(np.asarray(got), whole, rtol=1e-12, atol=1e-12)

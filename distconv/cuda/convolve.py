@@ -8,7 +8,7 @@ import numpy as np
 
 from ..chunk.modes import MODES
 from ..chunk.tile import Tile
-from . import loader
+from . import guard_memory, loader
 from .masks import slots_for
 from .tile import axis_groups, dc_tile, group_sizes
 from .types import ctype, scalar
@@ -30,6 +30,7 @@ def _as_compute(tile: Tile, T) -> Tile:
                 {d: p.astype(T) for d, p in tile.pieces.items()})
 
 
+@guard_memory
 def correlate(tile: Tile, weights: np.ndarray, mode: str, cval: float, origin: tuple):
     import cupy
 
@@ -57,6 +58,7 @@ def _to_dtype(out, dtype):
     return out.astype(dtype)
 
 
+@guard_memory
 def correlate_passes(tile: Tile, passes: list, mode: str, cval: float):
     """Separable passes. Each pass reads the previous result, still extended along the axes to
     come, and writes it with its own axis trimmed to the centre; the first pass reads the

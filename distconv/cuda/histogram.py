@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import loader
+from . import guard_memory, loader
 from .types import ctype
 
 SMEM_BUDGET = 96 * 1024   # privatized copies live here; above it the global-atomic path runs
@@ -52,6 +52,7 @@ def _launch(x, edges_dev, E, nbins, binning, lo, scale, weights):
     return sums if weighted else counts.view(np.int64)
 
 
+@guard_memory
 def counts(block, edges: np.ndarray, uniform: bool, weights=None):
     import cupy
 
@@ -64,6 +65,7 @@ def counts(block, edges: np.ndarray, uniform: bool, weights=None):
     return _launch(x, e, E, nbins, 0 if uniform else 1, lo, scale, weights)
 
 
+@guard_memory
 def bincount(block, nbins: int, weights=None):
     import cupy
 
@@ -72,6 +74,7 @@ def bincount(block, nbins: int, weights=None):
     return _launch(x, cupy.zeros(1, dtype=E), E, nbins, 2, 0.0, 0.0, weights)
 
 
+@guard_memory
 def counts2d(x, y, xedges, yedges, weights=None):
     import cupy
 

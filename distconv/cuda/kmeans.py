@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import loader
+from . import guard_memory, loader
 
 SMEM_ACCUMULATE = 96 * 1024
 
@@ -33,11 +33,13 @@ def _assign(Xd, Cd, cnorm, groups=None, counts=None, score=None):
     return labels
 
 
+@guard_memory
 def assign(X, C):
     Xd, Cd, cnorm = _prepare(X, C)
     return (_assign(Xd, Cd, cnorm),)
 
 
+@guard_memory
 def bovw(X, C, groups, n_groups: int):
     import cupy
 
@@ -49,6 +51,7 @@ def bovw(X, C, groups, n_groups: int):
     return counts.view(np.int64).reshape(n_groups, K)
 
 
+@guard_memory
 def partial_sums(X, C):
     import cupy
 

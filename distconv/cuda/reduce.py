@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..chunk.ops import FUNCTORS, identity, kernel_dtype
-from . import loader
+from . import guard_memory, loader
 from .types import ctype
 
 MAX_BLOCKS = 2048
 
 
+@guard_memory
 def reduce(block, op: str, axes: tuple, dtype, keepdims: bool):
     import cupy
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..chunk.ops import FUNCTORS, kernel_dtype
-from . import loader
+from . import guard_memory, loader
 from .types import ctype
 
 ROWS_ITEMS = {4: 16, 8: 8}   # elements per thread in a row tile, by sizeof(T)
@@ -18,6 +18,7 @@ def _shape3(shape, axis):
     return outer, shape[axis], inner
 
 
+@guard_memory
 def scan(block, op: str, axis: int, exclusive: bool, dtype, carry=None, variant: str = "lookback"):
     import cupy
 

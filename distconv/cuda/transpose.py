@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import loader
+from . import guard_memory, loader
 
 
 def batched_form(shape: tuple, axes: tuple):
@@ -24,6 +24,7 @@ def batched_form(shape: tuple, axes: tuple):
     return prod(range(k)), prod(run1), prod(run2)
 
 
+@guard_memory
 def transpose(x, axes: tuple):
     import cupy
 

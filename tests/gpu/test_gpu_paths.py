@@ -197,3 +197,15 @@ def test_more_than_2_to_the_31_elements(cp, rng):
     ref = ndi.correlate(tail.astype(np.float64), w, mode="reflect")[-30:].astype(np.float32)
     assert_matches(y[-30:].get(), ref, dtype=np.float32)
     del y, x
+
+
+def test_out_of_memory_is_a_clear_error(cp):
+    pool = cp.get_default_memory_pool()
+    x = cp.ones((8192, 8192), dtype=np.float32)  # 256 MiB
+    old = pool.get_limit()
+    pool.set_limit(size=pool.total_bytes() + 64 * 2**20)  # the output cannot fit
+    try:
+        with pytest.raises(MemoryError, match=r"GPU out of memory on a chunk of shape \(8192, 8192\) float32.*Rechunk to about"):
+            dc.correlate(x, np.ones((3, 3)))
+    finally:
+        pool.set_limit(size=old)
