@@ -203,7 +203,8 @@ def test_out_of_memory_is_a_clear_error(cp):
     pool = cp.get_default_memory_pool()
     x = cp.ones((8192, 8192), dtype=np.float32)  # 256 MiB
     old = pool.get_limit()
-    pool.set_limit(size=pool.total_bytes() + 64 * 2**20)  # the output cannot fit
+    pool.free_all_blocks()
+    pool.set_limit(size=pool.used_bytes() + 64 * 2**20)  # the 256 MiB output cannot fit
     try:
         with pytest.raises(MemoryError, match=r"GPU out of memory on a chunk of shape \(8192, 8192\) float32.*Rechunk to about"):
             dc.correlate(x, np.ones((3, 3)))
