@@ -80,7 +80,7 @@ def run(gpus: int, rows_per_gpu: int, width: int, out: Path, e2e: bool):
     rs = da.random.RandomState(RandomState=cupy.random.RandomState)
     parts = [client.persist(rs.standard_normal((rows_per_gpu, width), chunks=(chunk_rows, chunk_cols), dtype=np.float32),
                             workers=[w]) for w in list(client.scheduler_info()["workers"])[:gpus]]
-    x = da.concatenate(parts, axis=0)
+    x = client.persist(da.concatenate(parts, axis=0))  # aliases, computed where each part lives
     wait(x)
     placement = {}
     for key, workers in client.who_has(x).items():

@@ -33,14 +33,18 @@ __device__ __forceinline__ bool dc_remap(i64 &i, i64 n, int mode) {
     }
 }
 
-// ---- halo tile: a chunk's centre plus the halo pieces its neighbours sent -----------------
+// ---- halo tile: a chunk's centre plus the halo pieces around it -------------------------
 // Up to 3 axes (z, y, x); along each axis three segments: low halo, centre, high halo.
-// Piece (sz, sy, sx) is a C-contiguous array of shape (len[sz], len[3+sy], len[6+sx]).
+// Piece (sz, sy, sx) has shape (len[sz], len[3+sy], len[6+sx]), unit stride along x and
+// element strides sy[], sz[] along y and z: pieces may be views into neighbouring blocks, so
+// no halo is ever copied on a worker that holds the neighbour.
 // Missing pieces have length 0 along the axis that lacks them; the kernel never reads them.
 // The extended coordinate range along axis a is [0, len[3a] + len[3a+1] + len[3a+2]).
-// Layout matches numpy dtype [('ptr', '<u8', (27,)), ('len', '<i8', (9,))].
+// Layout matches numpy dtype [('ptr','<u8',(27,)), ('sy','<i8',(27,)), ('sz','<i8',(27,)), ('len','<i8',(9,))].
 struct DcTile {
     unsigned long long ptr[27];
+    i64 sy[27];
+    i64 sz[27];
     i64 len[9];
 };
 
@@ -66,8 +70,9 @@ __device__ __forceinline__ T dc_tile_load(const DcTile &t, i64 z, i64 y, i64 x, 
     const int sz = dc_segment(z, t.len + 0);
     const int sy = dc_segment(y, t.len + 3);
     const int sx = dc_segment(x, t.len + 6);
-    const T *p = reinterpret_cast<const T *>(t.ptr[sz * 9 + sy * 3 + sx]);
-    return p[(z * t.len[3 + sy] + y) * t.len[6 + sx] + x];
+    const int k = sz * 9 + sy * 3 + sx;
+    const T *p = reinterpret_cast<const T *>(t.ptr[k]);
+    return p[z * t.sz[k] + y * t.sy[k] + x];
 }
 
 // ---- associative operators with their identities (scan, reduce) ---------------------------

@@ -90,7 +90,7 @@ distconv_correlate_tiled(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, 
     const i64 cx0 = src.len[6], cx1 = cx0 + src.len[7];
     const i64 cz0 = src.len[0], cz1 = cz0 + src.len[1];
     const T *centre = reinterpret_cast<const T *>(src.ptr[13]);
-    const i64 cH = src.len[4], cW = src.len[7];
+    const i64 csy = src.sy[13], csz = src.sz[13];  // the centre may be a strided view
     (void)ez; (void)ey; (void)ex;
 
     for (i64 z = blockIdx.z; z < oD; z += gridDim.z) {
@@ -110,7 +110,7 @@ distconv_correlate_tiled(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, 
                     // loads issue in batches (32 bytes) before their shared stores: several independent
                     // loads in flight per thread instead of one, at 8 extra registers
                     constexpr int NT = BX * BY, ITER = (SH * SWP + NT - 1) / NT, BATCH = 32 / sizeof(T);
-                    const T *p = centre + ((iz - cz0) * cH + (iy0 - cy0)) * cW + (ix0 - cx0);
+                    const T *p = centre + (iz - cz0) * csz + (iy0 - cy0) * csy + (ix0 - cx0);
 #pragma unroll 1
                     for (int i0 = 0; i0 < ITER; i0 += BATCH) {
                         T buf[BATCH];
@@ -118,7 +118,7 @@ distconv_correlate_tiled(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, 
                         for (int j = 0; j < BATCH; ++j) {
                             const int e = tid + (i0 + j) * NT;
                             const int r = e / SWP, c = e - r * SWP;
-                            buf[j] = e < SH * SWP ? __ldg(p + (i64)r * cW + c) : T(0);
+                            buf[j] = e < SH * SWP ? __ldg(p + (i64)r * csy + c) : T(0);
                         }
 #pragma unroll
                         for (int j = 0; j < BATCH; ++j) {

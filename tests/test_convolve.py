@@ -120,8 +120,37 @@ def test_at_most_four_tasks_per_chunk(rng):
               dc.correlate1d(x, np.ones(5), axis=1)):
         own = [name for name in y.dask.layers if name.startswith("distconv-")]
         tasks = sum(len(y.dask.layers[n]) for n in own)
-        assert tasks / x.npartitions <= 4 - 1  # plus the input's own task: <= 4
+        assert tasks / x.npartitions == 1  # local scheduler: neighbours are views, no cut tasks
         assert all(n.startswith(("distconv-correlate", "distconv-gaussian")) for n in own)
+
+
+def test_cut_tasks_only_across_workers(rng):
+    """On a distributed cluster: neighbours on the same worker are views, others send small
+    owning cuts; unknown placement (not persisted) cuts everything. Results equal scipy."""
+    from distributed import Client, LocalCluster
+
+    a = rng.standard_normal((64, 48))
+    w = rng.standard_normal((5, 3))
+    ref = ndi.correlate(a, w, mode="wrap")
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as lc, \
+            Client(lc) as client:
+        lazy = da.from_array(a, chunks=(16, 24))
+        y = dc.correlate(lazy, w, mode="wrap")
+        cuts = [n for n in y.dask.layers if "-halo-" in n]
+        assert cuts and len(y.dask.layers[cuts[0]]) == lazy.npartitions  # placement unknown
+        assert_matches(y.compute(), ref)
+        workers = list(client.scheduler_info()["workers"])
+        top = client.persist(da.from_array(a[:32], chunks=(8, 24)), workers=workers[:1])
+        bottom = client.persist(da.from_array(a[32:], chunks=(8, 24)), workers=workers[1:])
+        x = client.persist(da.concatenate([top, bottom]))
+        from distributed import wait
+
+        wait(x)
+        y = dc.correlate(x, w, mode="reflect")
+        cuts = [n for n in y.dask.layers if "-halo-" in n]
+        per_chunk = sum(len(y.dask.layers[n]) for n in y.dask.layers if n.startswith("distconv-")) / x.npartitions
+        assert cuts and per_chunk == 1 + 4 / 16  # only the 4 blocks at the worker boundary cut
+        assert_matches(y.compute(), ndi.correlate(a, w, mode="reflect"))
 
 
 def test_halo_pieces_are_owning_copies(rng):

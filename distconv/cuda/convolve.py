@@ -24,10 +24,7 @@ def compute_dtype(dtype) -> np.dtype:
 def _as_compute(tile: Tile, T) -> Tile:
     if tile.centre.dtype == T:
         return tile
-    import cupy
-
-    return Tile(cupy.ascontiguousarray(tile.centre, dtype=T), tile.halo,
-                {d: p.astype(T) for d, p in tile.pieces.items()})
+    return Tile(tile.centre.astype(T), tile.halo, {d: p.astype(T) for d, p in tile.pieces.items()})
 
 
 @guard_memory
@@ -36,15 +33,16 @@ def correlate(tile: Tile, weights: np.ndarray, mode: str, cval: float, origin: t
 
     dtype = tile.centre.dtype
     T = compute_dtype(dtype)
-    tile = _as_compute(_contiguous(tile), T)
+    tile = _as_compute(tile, T)
     mask_axes = {a for a in range(tile.ndim) if weights.shape[a] > 1}
     gs = axis_groups(tile, mask_axes)
     k3 = tuple(weights.shape[g[0]] if len(g) == 1 else 1 for g in gs)
     offs = tuple(_offset(tile, g, weights.shape, origin) for g in gs)
     out = cupy.empty(tile.centre.shape, dtype=T)
     if out.size:
-        launch(dc_tile(tile, gs), out, group_sizes(out.shape, gs), offs,
-               np.asarray(weights, dtype=T).reshape(k3), MODES[mode], cval)
+        src, _keep = dc_tile(tile, gs)
+        launch(src, out, group_sizes(out.shape, gs), offs, np.asarray(weights, dtype=T).reshape(k3),
+               MODES[mode], cval)
     return _to_dtype(out, dtype)
 
 
@@ -67,7 +65,7 @@ def correlate_passes(tile: Tile, passes: list, mode: str, cval: float):
 
     dtype = tile.centre.dtype
     T = compute_dtype(dtype)
-    cur = _as_compute(_contiguous(tile), T)
+    cur = _as_compute(tile, T)
     lo_ext = [lo for lo, _ in tile.halo]  # extension still carried at the low end of each axis
     for i, (axis, w, origin) in enumerate(passes):
         shape = list(cur.extended_shape)
@@ -77,8 +75,9 @@ def correlate_passes(tile: Tile, passes: list, mode: str, cval: float):
         offs = tuple(lo_ext[axis] - (len(w) // 2 + origin) if g == [axis] else 0 for g in gs)
         out = cupy.empty(tuple(shape), dtype=T)
         if out.size:
-            launch(dc_tile(cur, gs), out, group_sizes(out.shape, gs), offs,
-                   np.asarray(w, dtype=T).reshape(k3), MODES[mode], cval)
+            src, _keep = dc_tile(cur, gs)
+            launch(src, out, group_sizes(out.shape, gs), offs, np.asarray(w, dtype=T).reshape(k3),
+                   MODES[mode], cval)
         if T != dtype and i < len(passes) - 1:  # scipy keeps intermediates in the input dtype
             out = _to_dtype(out, dtype).astype(T)
         lo_ext[axis] = 0
@@ -91,14 +90,6 @@ def _offset(tile: Tile, group: list, kshape, origin) -> int:
         return 0
     a = group[0]
     return tile.halo[a][0] - (kshape[a] // 2 + origin[a])
-
-
-def _contiguous(tile: Tile) -> Tile:
-    import cupy
-
-    if tile.centre.flags.c_contiguous:
-        return tile
-    return Tile(cupy.ascontiguousarray(tile.centre), tile.halo, tile.pieces)
 
 
 def launch(src, out, out3, offs, mask3: np.ndarray, mode: int, cval: float):

@@ -1,8 +1,12 @@
-"""Halo exchange without dask.array.map_overlap: three tasks per chunk at most.
+"""Halo exchange without dask.array.map_overlap: one task per chunk, plus a small cut task
+for each chunk whose neighbour lives on another worker.
 
-For each chunk, one ``<name>-halo`` task cuts the thin pieces its neighbours need from it
-(owning copies, so a 2-row halo never drags its 4 GiB parent across GPUs), and one ``<name>``
-task runs the chunk function on a Tile: the centre block plus those pieces. Dask places the
+The ``<name>`` task runs the chunk function on a Tile: the centre block plus its halo pieces.
+A neighbour held by the same worker (or any neighbour, under a local scheduler) is passed as
+a block, and its piece is a view: nothing is copied. A neighbour held by another worker sends
+its pieces through one ``<name>-halo`` task that cuts owning copies, so a 2-row halo never drags
+its 4 GiB parent across GPUs. Where blocks live is read from the scheduler at graph-build time
+(persisted data); when it is unknown, every exchange goes through cut tasks. Dask places the
 compute task where its centre lives (by far its largest input). No pad, no trim, no concat.
 """
 
@@ -76,9 +80,34 @@ def _cut(block, specs):
     return {d: block[sl].copy() for d, sl in specs}
 
 
-def _run(func, halo, routes, centre, *neighbour_pieces, **params):
-    pieces = {d: neighbour_pieces[i][d] for d, i in routes}
+def _run(func, halo, routes, centre, *sources, **params):
+    """routes: (direction, source index, slices) -- slices for a neighbour block (a view),
+    None for a cut task's dict of pieces."""
+    pieces = {d: sources[i][sl] if sl is not None else sources[i][d] for d, i, sl in routes}
     return func(Tile(centre, halo, pieces), **params)
+
+
+def block_locations(x: da.Array):
+    """{} when blocks live in this process (no distributed client: every neighbour is a view),
+    {block index: worker} when a distributed client holds every block in memory, None when
+    placement is not known yet (every exchange then goes through cut tasks)."""
+    try:
+        from distributed import default_client
+
+        client = default_client()
+    except (ImportError, ValueError):
+        return {}
+    try:
+        who = dict(client.who_has(x))
+    except Exception:  # noqa: BLE001 - an unreachable scheduler means "unknown", not an error
+        return None
+    located = {}
+    for i in itertools.product(*(range(k) for k in x.numblocks)):
+        workers = who.get((x.name,) + i)
+        if not workers:
+            return None
+        located[i] = sorted(workers)[0]
+    return located
 
 
 def map_halo(x: da.Array, func, depth: tuple, periodic: tuple, name: str, dtype,
@@ -114,6 +143,11 @@ def map_halo(x: da.Array, func, depth: tuple, periodic: tuple, name: str, dtype,
             sl.append(slice(size - lo, size) if di < 0 else slice(0, hi) if di > 0 else slice(None))
         return tuple(sl)
 
+    located = block_locations(x)
+
+    def local(a, b):
+        return located is not None and (not located or located[a] == located[b])
+
     dsk = {}
     sends: dict = {}
     plans = {}
@@ -122,17 +156,21 @@ def map_halo(x: da.Array, func, depth: tuple, periodic: tuple, name: str, dtype,
         routes, sources = [], []
         for d in directions(halo):
             src = neighbour(index, d)
-            sends.setdefault(src, []).append((d, piece_slices(src, d)))
-            if src not in sources:
-                sources.append(src)
-            routes.append((d, sources.index(src)))
+            if local(index, src):
+                key, sl = (x.name,) + src, piece_slices(src, d)
+            else:
+                sends.setdefault(src, []).append((d, piece_slices(src, d)))
+                key, sl = (halo_name,) + src, None
+            if key not in sources:
+                sources.append(key)
+            routes.append((d, sources.index(key), sl))
         plans[index] = (halo, tuple(routes), sources)
     for src, specs in sends.items():
         unique = tuple(dict(specs).items())
         dsk[(halo_name,) + src] = (_cut, (x.name,) + src, unique)
     for index, (halo, routes, sources) in plans.items():
         fn = partial(_run, func, halo, routes, **params)
-        dsk[(out_name,) + index] = (fn, (x.name,) + index, *[(halo_name,) + s for s in sources])
+        dsk[(out_name,) + index] = (fn, (x.name,) + index, *sources)
 
     hlg = x.__dask_graph__()
     layers, deps = dict(hlg.layers), dict(hlg.dependencies)
