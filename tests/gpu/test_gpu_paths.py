@@ -200,13 +200,9 @@ def test_more_than_2_to_the_31_elements(cp, rng):
 
 
 def test_out_of_memory_is_a_clear_error(cp):
-    pool = cp.get_default_memory_pool()
-    x = cp.ones((8192, 8192), dtype=np.float32)  # 256 MiB
-    old = pool.get_limit()
-    pool.free_all_blocks()
-    pool.set_limit(size=pool.used_bytes() + 64 * 2**20)  # the 256 MiB output cannot fit
-    try:
+    pool = cp.cuda.MemoryPool()  # a pool of its own: earlier tests' cached blocks do not count
+    with cp.cuda.using_allocator(pool.malloc):
+        x = cp.ones((8192, 8192), dtype=np.float32)  # 256 MiB
+        pool.set_limit(size=pool.used_bytes() + 64 * 2**20)  # the 256 MiB output cannot fit
         with pytest.raises(MemoryError, match=r"GPU out of memory on a chunk of shape \(8192, 8192\) float32.*Rechunk to about"):
             dc.correlate(x, np.ones((3, 3)))
-    finally:
-        pool.set_limit(size=old)
