@@ -107,12 +107,9 @@ distconv_correlate_tiled(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, 
                 const bool inside = iz >= cz0 && iz < cz1 && iy0 >= cy0 && iy0 + SH <= cy1 &&
                                     ix0 >= cx0 && ix0 + SWP <= cx1;
                 if (inside) {
-                    // loads issue in batches before their shared stores: the whole tile's share
-                    // (up to 24 floats) in flight per thread, else batches of 8 -- one block
-                    // must keep ~16 KiB moving for two blocks per SM to cover HBM latency
-                    constexpr int NT = BX * BY, ITER = (SH * SWP + NT - 1) / NT;
-                    constexpr int CAP = (CMASK ? 96 : 32) / sizeof(T);  // registers for loads in flight
-                    constexpr int BATCH = ITER <= CAP ? ITER : 32 / sizeof(T);
+                    // loads issue in batches (32 bytes) before their shared stores: several independent
+                    // loads in flight per thread instead of one, at 8 extra registers
+                    constexpr int NT = BX * BY, ITER = (SH * SWP + NT - 1) / NT, BATCH = 32 / sizeof(T);
                     const T *p = centre + (iz - cz0) * csz + (iy0 - cy0) * csy + (ix0 - cx0);
 #pragma unroll 1
                     for (int i0 = 0; i0 < ITER; i0 += BATCH) {
