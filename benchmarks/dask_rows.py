@@ -58,7 +58,7 @@ def _single_gpu_rate(client, case):
 W5 = np.random.default_rng(5).standard_normal((5, 5))
 
 
-def run(gpus: int, rows_per_gpu: int, width: int, out: Path, e2e: bool):
+def run(gpus: int, rows_per_gpu: int, width: int, out: Path, e2e: bool, e2e_only: bool = False):
     import cupy
     import dask.array as da
     from dask_cuda import LocalCUDACluster
@@ -69,6 +69,15 @@ def run(gpus: int, rows_per_gpu: int, width: int, out: Path, e2e: bool):
     from distconv.chunk import histogram as chunk_hist
     from distconv.chunk import scan as chunk_scan
 
+    if e2e_only:
+        doc = {"gpus": gpus, "e2e": []}
+        for threads in (4, 16):
+            with LocalCUDACluster(n_workers=gpus, threads_per_worker=threads, dashboard_address="127.0.0.1:0") as c2, \
+                    Client(c2) as client2:
+                doc["e2e"].append({**e2e_row(client2, gpus), "threads_per_worker": threads})
+                print(json.dumps(doc["e2e"][-1]), flush=True)
+        out.write_text(json.dumps(doc, indent=1))
+        return doc
     cluster = LocalCUDACluster(n_workers=gpus, threads_per_worker=4, dashboard_address="127.0.0.1:0",
                                protocol="tcp")
     client = Client(cluster)
@@ -195,5 +204,6 @@ if __name__ == "__main__":
     p.add_argument("--width", type=int, default=65536)
     p.add_argument("--out", default="dask-rows.json")
     p.add_argument("--e2e", action="store_true")
+    p.add_argument("--e2e-only", action="store_true")
     a = p.parse_args()
-    run(a.gpus, a.rows_per_gpu, a.width, Path(a.out), a.e2e)
+    run(a.gpus, a.rows_per_gpu, a.width, Path(a.out), a.e2e, a.e2e_only)
