@@ -58,6 +58,31 @@ def _single_gpu_rate(client, case):
 W5 = np.random.default_rng(5).standard_normal((5, 5))
 
 
+def kmeans_fit_row(gpus: int, n_per_gpu: int = 2**24, d: int = 64, k: int = 256, iters: int = 5):
+    """KMeans.fit (fixed start, fixed iterations) on descriptors resident on the GPUs."""
+    import cupy
+    import dask.array as da
+    from dask_cuda import LocalCUDACluster
+    from distributed import Client, wait
+
+    import distconv as dc
+
+    with LocalCUDACluster(n_workers=gpus, threads_per_worker=4, dashboard_address="127.0.0.1:0") as c, Client(c) as client:
+        rs = da.random.RandomState(RandomState=cupy.random.RandomState)
+        parts = [client.persist(rs.standard_normal((n_per_gpu * 2 // gpus if gpus == 1 else n_per_gpu, d),
+                                                   chunks=(2**22, d), dtype=np.float32), workers=[w])
+                 for w in list(client.scheduler_info()["workers"])[:gpus]]
+        X = client.persist(da.concatenate(parts))
+        wait(X)
+        C0 = np.random.default_rng(0).standard_normal((k, d))
+        dc.KMeans(k, init=C0, max_iter=1, tol=0.0).fit(X)  # warm-up: compile on every worker
+        t = time.perf_counter()
+        km = dc.KMeans(k, init=C0, max_iter=iters, tol=0.0).fit(X)
+        secs = time.perf_counter() - t
+    return {"case": "dask_kmeans_fit", "layer": "dask", "gpus": gpus, "seconds": round(secs, 3),
+            "n": int(X.shape[0]), "d": d, "k": k, "iterations": km.n_iter_}
+
+
 def run(gpus: int, rows_per_gpu: int, width: int, out: Path, e2e: bool, e2e_only: bool = False):
     import cupy
     import dask.array as da
@@ -205,5 +230,11 @@ if __name__ == "__main__":
     p.add_argument("--out", default="dask-rows.json")
     p.add_argument("--e2e", action="store_true")
     p.add_argument("--e2e-only", action="store_true")
+    p.add_argument("--kmeans-only", action="store_true")
     a = p.parse_args()
+    if a.kmeans_only:
+        r = kmeans_fit_row(a.gpus)
+        print(json.dumps(r), flush=True)
+        Path(a.out).write_text(json.dumps(r, indent=1))
+        raise SystemExit(0)
     run(a.gpus, a.rows_per_gpu, a.width, Path(a.out), a.e2e, a.e2e_only)
