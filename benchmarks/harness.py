@@ -61,6 +61,11 @@ def device_name() -> str:
 
 
 def commit() -> str:
+    """The measured commit: $DISTCONV_COMMIT (a device copy has no .git), else git's HEAD."""
+    import os
+
+    if os.environ.get("DISTCONV_COMMIT"):
+        return os.environ["DISTCONV_COMMIT"]
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip() or "unknown"
     except OSError:
