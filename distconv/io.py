@@ -8,7 +8,8 @@ from pathlib import Path
 import dask.array as da
 import numpy as np
 
-GPU_CHUNK_BYTES = 256 * 2**20  # compute chunks of a few hundred MiB keep a GPU busy
+GPU_CHUNK_BYTES = 2**30  # a GPU task costs ~1 ms of scheduling: kernels must run longer than that
+CPU_CHUNK_BYTES = 64 * 2**20
 CODECS = ("zstd", "lz4", "none")
 
 
@@ -29,7 +30,7 @@ def open_array(path: str, variable: str | None = None) -> da.Array:
     return da.from_zarr(node)
 
 
-def compute_chunks(arr: da.Array, target_bytes: int = GPU_CHUNK_BYTES) -> da.Array:
+def compute_chunks(arr: da.Array, target_bytes: int = CPU_CHUNK_BYTES) -> da.Array:
     """Rechunk to ~target_bytes blocks made of whole storage chunks (slabs along axis 0)."""
     storage = tuple(c[0] for c in arr.chunks)
     per_slab = arr.dtype.itemsize * math.prod(arr.shape[1:])

@@ -245,7 +245,7 @@ def _open_input(wf: Workflow, client):
         if inp.get("region"):
             arr = arr.isel({k: slice(*v) for k, v in inp["region"].items()})
         storage = tuple(c[0] for c in arr.data.chunks)
-        data = _plan(arr.data, wf.chunks)
+        data = _plan(arr.data, wf.chunks, gpu)
         if gpu:
             data = io.to_device_blocks(data)
         arr = arr.copy(data=data)
@@ -260,15 +260,15 @@ def _open_input(wf: Workflow, client):
         if arr.size == 0:
             raise WorkflowError(f"input.region {region!r} selects nothing")
     storage = tuple(c[0] for c in arr.chunks)
-    arr = _plan(arr, wf.chunks)
+    arr = _plan(arr, wf.chunks, gpu)
     if gpu:
         arr = io.to_device_blocks(arr)
     return arr, {"storage": storage, "nbytes": arr.nbytes, "array": arr}
 
 
-def _plan(arr, chunks):
+def _plan(arr, chunks, gpu: bool):
     if chunks == "auto":
-        return io.compute_chunks(arr)
+        return io.compute_chunks(arr, io.GPU_CHUNK_BYTES if gpu else io.CPU_CHUNK_BYTES)
     if chunks is not None:
         return arr.rechunk(tuple(chunks))
     return arr

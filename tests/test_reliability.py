@@ -18,10 +18,11 @@ from distconv import workflow
 from .test_workflow import read, small
 
 
-def test_worker_killed_mid_workflow_output_identical(tmp_path):
+@pytest.mark.parametrize("kind", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_worker_killed_mid_workflow_output_identical(tmp_path, kind):
     wf = small("demo", tmp_path, shape=[512, 256], chunks=[32, 256])
     wf.chunks = [32, 256]
-    cfg = {"type": "cpu", "n_workers": 2, "threads_per_worker": 1, "processes": True,
+    cfg = {"type": kind, "n_workers": 2 if kind == "cpu" else 1, "threads_per_worker": 1,
            "dashboard_address": "127.0.0.1:0"}
     with dc.cluster(cfg, quiet=True) as client:
         workflow.run(wf, client, progress=False)
