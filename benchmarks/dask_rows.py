@@ -95,12 +95,7 @@ def run(gpus: int, rows_per_gpu: int, width: int, out: Path, e2e: bool, e2e_only
     from distconv.chunk import scan as chunk_scan
 
     if e2e_only:
-        doc = {"gpus": gpus, "e2e": []}
-        for threads in (4, 16):
-            with LocalCUDACluster(n_workers=gpus, threads_per_worker=threads, dashboard_address="127.0.0.1:0") as c2, \
-                    Client(c2) as client2:
-                doc["e2e"].append({**e2e_row(client2, gpus), "threads_per_worker": threads})
-                print(json.dumps(doc["e2e"][-1]), flush=True)
+        doc = {"gpus": gpus, "e2e": e2e_rows(gpus)}
         out.write_text(json.dumps(doc, indent=1))
         return doc
     cluster = LocalCUDACluster(n_workers=gpus, threads_per_worker=4, dashboard_address="127.0.0.1:0",
@@ -171,13 +166,8 @@ def run(gpus: int, rows_per_gpu: int, width: int, out: Path, e2e: bool, e2e_only
            "rows": rows}
     client.close()
     cluster.close()
-    if e2e:  # its own cluster: Zarr decode/encode wants many threads per GPU worker
-        doc["e2e"] = []
-        for threads in (4, 16):
-            with LocalCUDACluster(n_workers=gpus, threads_per_worker=threads, dashboard_address="127.0.0.1:0") as c2, \
-                    Client(c2) as client2:
-                doc["e2e"].append({**e2e_row(client2, gpus), "threads_per_worker": threads})
-                print(json.dumps(doc["e2e"][-1]), flush=True)
+    if e2e:
+        doc["e2e"] = e2e_rows(gpus)
     out.write_text(json.dumps(doc, indent=1))
     return doc
 
@@ -200,6 +190,21 @@ def _case(client, case, op, blocks, anchor_name, anchor, passes, nbytes, gpus):
          "checked": False, "note": f"single-GPU whole-array {single:.0f} GB/s; map_blocks {t_blocks * 1e3:.1f} ms"}
     print(json.dumps(r), flush=True)
     return r
+
+
+def e2e_rows(gpus):
+    """The end-to-end row on its own clusters, at 4 and 16 threads per GPU worker (Zarr
+    decode/encode runs on those threads)."""
+    from dask_cuda import LocalCUDACluster
+    from distributed import Client
+
+    rows = []
+    for threads in (4, 16):
+        with LocalCUDACluster(n_workers=gpus, threads_per_worker=threads, dashboard_address="127.0.0.1:0") as c, \
+                Client(c) as client:
+            rows.append({**e2e_row(client, gpus), "threads_per_worker": threads})
+            print(json.dumps(rows[-1]), flush=True)
+    return rows
 
 
 def e2e_row(client, gpus):

@@ -8,6 +8,8 @@ from pathlib import Path
 import dask.array as da
 import numpy as np
 
+from .chunk import to_host
+
 GPU_CHUNK_BYTES = 2**30  # a GPU task costs ~1 ms of scheduling: kernels must run longer than that
 CPU_CHUNK_BYTES = 64 * 2**20
 CODECS = ("zstd", "lz4", "none")
@@ -93,18 +95,12 @@ def store(arr: da.Array, path: str, storage_chunks=None, codec: str = "zstd",
         info = block_info[0]
         mark = marks / "-".join(map(str, info["chunk-location"]))
         if not mark.exists():
-            target[tuple(slice(a, b) for a, b in info["array-location"])] = to_host_array(block)
+            target[tuple(slice(a, b) for a, b in info["array-location"])] = to_host(block)
             mark.touch()
         return np.ones((1,) * block.ndim, dtype=bool)
 
     return arr.map_blocks(write, chunks=tuple((1,) * len(c) for c in arr.chunks), dtype=bool,
                           meta=np.empty((0,) * arr.ndim, dtype=bool), name="distconv-store")
-
-
-def to_host_array(block):
-    from .chunk import to_host
-
-    return to_host(block)
 
 
 def finish(path: str):

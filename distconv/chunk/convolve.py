@@ -11,7 +11,6 @@ import numpy as np
 import scipy.ndimage as ndi
 
 from . import is_cupy
-from .modes import MODES
 from .tile import Tile
 
 
@@ -40,6 +39,3 @@ def correlate_passes(block, passes: list, mode: str, cval: float):
         ext = ndi.correlate1d(ext, w, axis=axis, mode=mode, cval=cval, origin=origin)
     return ext[tile.interior()]
 
-
-def mode_code(mode: str) -> int:
-    return MODES[mode]

@@ -52,7 +52,5 @@ def unify(x: da.Array, *others):
 
 
 def as_dask_like(x: da.Array, other):
-    if isinstance(other, da.Array):
-        return other
-    return da.from_array(np.asarray(other) if not hasattr(other, "__cuda_array_interface__") else other,
-                         chunks=x.chunks)
+    """``other`` (weights, or y of histogram2d, given as numpy/cupy) as a dask array like ``x``."""
+    return other if isinstance(other, da.Array) else da.from_array(other, chunks=x.chunks)
