@@ -66,6 +66,9 @@ def correlate_passes(tile: Tile, passes: list, mode: str, cval: float):
     dtype = tile.centre.dtype
     T = compute_dtype(dtype)
     cur = _as_compute(tile, T)
+    fused = _separable2d(cur, passes, mode, cval) if dtype in (np.float32, np.float64) else None
+    if fused is not None:
+        return fused
     lo_ext = [lo for lo, _ in tile.halo]  # extension still carried at the low end of each axis
     for i, (axis, w, origin) in enumerate(passes):
         shape = list(cur.extended_shape)
@@ -83,6 +86,42 @@ def correlate_passes(tile: Tile, passes: list, mode: str, cval: float):
         lo_ext[axis] = 0
         cur = Tile.of(out)
     return _to_dtype(cur.centre, dtype)
+
+
+MAX_SEPARABLE = 33
+
+
+def _separable2d(tile: Tile, passes: list, mode: str, cval: float):
+    """Two 1-D passes over the two innermost axis groups as one fused pass, or None."""
+    import cupy
+
+    if len(passes) != 2:
+        return None
+    (a0, w0, o0), (a1, w1, o1) = sorted(passes, key=lambda p: p[0])
+    gs = axis_groups(tile, {a0, a1})
+    if gs[1] != [a0] or gs[2] != [a1] or max(len(w0), len(w1)) > MAX_SEPARABLE:
+        return None
+    if mode == "constant" and not (np.isclose(np.sum(w0), 1, atol=1e-12) and np.isclose(np.sum(w1), 1, atol=1e-12)):
+        return None  # with cval the edges depend on the order of the passes
+    T = tile.centre.dtype
+    out = cupy.empty(tile.centre.shape, dtype=T)
+    if not out.size:
+        return out
+    oD, oH, oW = group_sizes(out.shape, gs)
+    k0, k1 = len(w0), len(w1)
+    offH = tile.halo[a0][0] - (k0 // 2 + o0)
+    offW = tile.halo[a1][0] - (k1 // 2 + o1)
+    mask = np.concatenate([w0, w1]).astype(T)  # <= 66 values: always a constant-memory slot
+    name = loader.template("distconv_separable2d", ctype(T), k0, k1)
+    smem = ((32 + k0 - 1) * (64 + k1 - 1) + (32 + k0 - 1) * 64) * T.itemsize
+    fn = loader.function("convolve", name, smem)
+    src, _keep = dc_tile(tile, gs)
+    grid = (-(-oW // 64), min(-(-oH // 32), 65535), min(oD, 65535))
+    args = (src, out, np.int64(oD), np.int64(oH), np.int64(oW), np.int64(offH), np.int64(offW),
+            np.int32(MODES[mode]), scalar(cval, T))
+    with slots_for(loader.module("convolve", name), T).use(mask) as slot:
+        fn(grid, (32, 8), args + (np.int32(slot),), shared_mem=smem)
+    return out
 
 
 def _offset(tile: Tile, group: list, kshape, origin) -> int:
@@ -151,4 +190,7 @@ INSTANTIATIONS = [
     loader.template("distconv_correlate_tiled", "float", 32, 32, 32, 8, 4, 2, True),
     loader.template("distconv_correlate_direct", "float", True),
     loader.template("distconv_correlate_direct", "double", False),
+] + [
+    loader.template("distconv_separable2d", t, k0, k1)
+    for t in ("float", "double") for k0, k1 in ((17, 17), (9, 9), (3, 5), (33, 33))
 ]

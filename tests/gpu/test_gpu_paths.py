@@ -206,3 +206,17 @@ def test_out_of_memory_is_a_clear_error(cp):
         pool.set_limit(size=pool.used_bytes() + 64 * 2**20)  # the 256 MiB output cannot fit
         with pytest.raises(MemoryError, match=r"GPU out of memory on a chunk of shape \(8192, 8192\) float32.*Rechunk to about"):
             dc.correlate(x, np.ones((3, 3)))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fused_separable_gaussian_2d(cp, rng, mode):
+    """Two passes over (y, x) run as one fused kernel; it must equal scipy's chained passes."""
+    for dtype in (np.float32, np.float64):
+        a = rng.standard_normal((131, 203)).astype(dtype)
+        for sigma, order in [(2.0, 0), ((1.0, 3.5), 0), (1.5, (0, 1)), (0.6, 0)]:
+            got, ref = both(cp, dc.gaussian_filter, a, sigma=sigma, order=order, mode=mode, cval=0.7)
+            assert_matches(got, ref, scale=np.abs(ref).max())
+    x = da.from_array(cp.asarray(a), chunks=(40, 70))
+    with dask.config.set(scheduler="threads"):
+        got = dc.gaussian_filter(x, 2.0, mode=mode).compute()
+    assert_matches(got, ndi.gaussian_filter(a, 2.0, mode=mode))
