@@ -199,24 +199,26 @@ def e2e_rows(gpus):
     from distributed import Client
 
     rows = []
-    for threads in (4, 16):
+    for threads, storage_rows in ((4, 2048), (16, 2048), (16, 256)):
         with LocalCUDACluster(n_workers=gpus, threads_per_worker=threads, dashboard_address="127.0.0.1:0") as c, \
                 Client(c) as client:
-            rows.append({**e2e_row(client, gpus), "threads_per_worker": threads})
+            rows.append({**e2e_row(client, gpus, storage_rows), "threads_per_worker": threads,
+                         "storage_chunk_MiB": storage_rows * 32768 * 4 / 2**20})
             print(json.dumps(rows[-1]), flush=True)
     return rows
 
 
-def e2e_row(client, gpus):
-    """Zarr (zstd) -> correlate 5x5 -> Zarr through the workflow engine, 4 GiB."""
+def e2e_row(client, gpus, storage_rows=2048):
+    """Zarr (zstd) -> correlate 5x5 -> Zarr through the workflow engine, 4 GiB, compute chunks
+    of 2048 x 32768 (256 MiB) made of storage chunks of ``storage_rows`` rows."""
     import dask.array as da
 
     from distconv import io, workflow
 
-    root = Path(os.environ.get("TMPDIR", "/tmp")) / "dc-e2e"
+    root = Path(os.environ.get("TMPDIR", "/tmp")) / f"dc-e2e-{storage_rows}"
     src = root / "in.zarr"
     if not src.exists():
-        io.synthetic(str(src), (32768, 32768), (2048, 32768), "float32", 0)
+        io.synthetic(str(src), (32768, 32768), (storage_rows, 32768), "float32", 0)
     wf = workflow.Workflow(name="e2e", kind="array", source=Path("e2e"), input={"path": str(src)},
                            steps=[("correlate", {"weights": W5.tolist()})],
                            outputs={"path": str(root / "out.zarr"), "codec": "zstd"}, chunks=[2048, 32768])
