@@ -22,6 +22,37 @@ def oom_message(shape, dtype, free: int, total: int) -> str:
             f"{total / 2**30:.2f} GiB. Rechunk to about {suggest} (~{target / 2**30:.2f} GiB per chunk).")
 
 
+@functools.lru_cache(maxsize=128)
+def _on_device(device: int, data: bytes, dtype: str, shape: tuple):
+    import cupy
+
+    return cupy.asarray(np.frombuffer(data, dtype=dtype).reshape(shape))
+
+
+def device_constant(host: np.ndarray):
+    """A small read-only host array (mask, edges) on the current device, uploaded once per
+    device and content: a fresh upload per chunk would be a synchronous copy that waits for
+    every kernel queued before it."""
+    import cupy
+
+    host = np.ascontiguousarray(host)
+    return _on_device(cupy.cuda.runtime.getDevice(), host.tobytes(), host.dtype.str, host.shape)
+
+
+@functools.lru_cache(maxsize=16)
+def _sm_count(device: int) -> int:
+    import cupy
+
+    return cupy.cuda.runtime.deviceGetAttribute(cupy.cuda.runtime.cudaDevAttrMultiProcessorCount, device)
+
+
+def sm_count() -> int:
+    """Multiprocessors of the current device (cached: grids are sized from it on every launch)."""
+    import cupy
+
+    return _sm_count(cupy.cuda.runtime.getDevice())
+
+
 def guard_memory(fn):
     """Turn cupy's out-of-memory error on a chunk into a MemoryError that says what to do."""
 

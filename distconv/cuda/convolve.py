@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from ..chunk.modes import MODES
 from ..chunk.tile import Tile
-from . import guard_memory, loader
+from . import device_constant, guard_memory, loader
 from .masks import slots_for
 from .tile import axis_groups, dc_tile, group_sizes
 from .types import ctype, scalar
@@ -157,25 +155,12 @@ def launch(src, out, out3, offs, mask3: np.ndarray, mode: int, cval: float):
         name = loader.template("distconv_correlate_direct", ctype(T), cmask)
         args_extra = (np.int32(KH), np.int32(KW))
     fn = loader.function("convolve", name, smem)
-    wdev = _device_mask(mask3.tobytes(), T.str, mask3.shape)
+    wdev = device_constant(mask3)
     if cmask:
         with slots_for(loader.module("convolve", name), T).use(mask3) as slot:
             fn(grid, block, mod_args + args_extra + tail + (np.int32(slot), wdev), shared_mem=smem)
     else:
         fn(grid, block, mod_args + args_extra + tail + (np.int32(-1), wdev), shared_mem=smem)
-
-
-@functools.lru_cache(maxsize=64)
-def _device_mask_cached(device: int, data: bytes, dtype: str, shape: tuple):
-    import cupy
-
-    return cupy.asarray(np.frombuffer(data, dtype=dtype).reshape(shape))
-
-
-def _device_mask(data: bytes, dtype: str, shape: tuple):
-    import cupy
-
-    return _device_mask_cached(cupy.cuda.runtime.getDevice(), data, dtype, shape)
 
 
 # Representative instantiations, compiled ahead by the nvcc test (tests/test_kernels_build.py)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import guard_memory, loader
+from . import device_constant, guard_memory, loader, sm_count
 from .types import ctype
 
 SMEM_BUDGET = 96 * 1024   # privatized copies live here; above it the global-atomic path runs
@@ -13,9 +13,7 @@ PER_BLOCK = 2**30          # values per block at most, so uint32 shared counters
 
 
 def _grid(n: int) -> int:
-    import cupy
-
-    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    sms = sm_count()
     return int(max(min(-(-n // 2048), sms * 8), -(-n // PER_BLOCK), 1))
 
 
@@ -59,7 +57,7 @@ def counts(block, edges: np.ndarray, uniform: bool, weights=None):
     E = np.dtype(np.float32) if edges.dtype == np.float32 else np.dtype(np.float64)
     x = cupy.ascontiguousarray(block).ravel()
     nbins = len(edges) - 1
-    e = cupy.asarray(edges.astype(E))
+    e = device_constant(edges.astype(E))
     lo = float(edges[0])
     scale = nbins / (float(edges[-1]) - lo)
     return _launch(x, e, E, nbins, 0 if uniform else 1, lo, scale, weights)
@@ -71,7 +69,7 @@ def bincount(block, nbins: int, weights=None):
 
     x = cupy.ascontiguousarray(block).ravel()
     E = np.dtype(np.float64)
-    return _launch(x, cupy.zeros(1, dtype=E), E, nbins, 2, 0.0, 0.0, weights)
+    return _launch(x, device_constant(np.zeros(1, dtype=E)), E, nbins, 2, 0.0, 0.0, weights)
 
 
 @guard_memory
@@ -88,8 +86,8 @@ def counts2d(x, y, xedges, yedges, weights=None):
     name = loader.template("distconv_histogram2d", ctype(xs.dtype), ctype(ys.dtype), "double", weighted, wtype)
     if xs.size:
         loader.function("histogram", name)(
-            (_grid(xs.size),), (256,), (xs, ys, np.int64(xs.size), cupy.asarray(xedges, dtype=E), np.int32(nx),
-                                        cupy.asarray(yedges, dtype=E), np.int32(ny),
+            (_grid(xs.size),), (256,), (xs, ys, np.int64(xs.size), device_constant(np.asarray(xedges, dtype=E)), np.int32(nx),
+                                        device_constant(np.asarray(yedges, dtype=E)), np.int32(ny),
                                         w if weighted else np.uint64(0), counts, sums))
     out = sums if weighted else counts.view(np.int64)
     return out.reshape(nx, ny)

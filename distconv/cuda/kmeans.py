@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import guard_memory, loader
+from . import guard_memory, loader, sm_count
 
 SMEM_ACCUMULATE = 96 * 1024
 
@@ -67,8 +67,7 @@ def partial_sums(X, C):
     if n:
         fn = loader.function("kmeans", loader.template("distconv_kmeans_accumulate", use_smem),
                              smem if use_smem else 0)
-        sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
-        fn((int(min(-(-n // 8), sms * 4)),), (256,), (Xd, np.int64(n), np.int32(D), labels, np.int32(K), sums, counts),
+        fn((int(min(-(-n // 8), sm_count() * 4)),), (256,), (Xd, np.int64(n), np.int32(D), labels, np.int32(K), sums, counts),
            shared_mem=smem if use_smem else 0)
     xnorm = cupy.einsum("ij,ij->i", Xd, Xd)
     inertia = cupy.maximum(score.astype(np.float64) + xnorm, 0).sum()
