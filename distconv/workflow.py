@@ -15,7 +15,7 @@ from __future__ import annotations
 import inspect
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -25,8 +25,6 @@ from . import io
 
 ARRAY_OPS = ("correlate", "convolve", "correlate1d", "convolve1d", "gaussian_filter", "derivative",
              "laplace", "scan", "cumsum", "cumprod", "cummin", "cummax")
-DIM_OPS = ("correlate", "convolve", "correlate1d", "convolve1d", "gaussian_filter", "derivative",
-           "laplace", "scan", "cumsum", "cumprod", "cummin", "cummax")
 TOP_KEYS = {"name", "kind", "input", "chunks", "steps", "outputs", "overwrite", "device", "report"}
 INPUT_KEYS = {"path", "variable", "synthetic", "region", "images"}
 OUTPUT_KEYS = {"path", "codec", "chunks", "histogram", "clusters"}
@@ -52,7 +50,6 @@ class Workflow:
     overwrite: bool = False
     device: str = "auto"
     report: str | None = None
-    extra: dict = field(default_factory=dict)
 
 
 def _keys(section: str, got, allowed: set):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 
 import dask.array as da
-import numpy as np
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
