@@ -225,6 +225,8 @@ def _chunk_reduce(block, axis=None, keepdims=False, *, op, dtype, computing_meta
 
 def transpose(x, axes=None):
     """numpy.transpose; on the GPU the result is materialized by a tiled shared-memory kernel."""
+    from dask.base import tokenize
+
     from .chunk import transpose as chunk_transpose
 
     x = checks.as_array(x)
@@ -239,6 +241,6 @@ def transpose(x, axes=None):
 
         ind = tuple(range(x.ndim))
         return da.blockwise(partial(chunk_transpose.transpose, axes=perm), tuple(ind[a] for a in perm),
-                            x, ind, dtype=x.dtype, name="distconv-transpose",
+                            x, ind, dtype=x.dtype, name=f"distconv-transpose-{tokenize(x, perm)}",
                             meta=x._meta.transpose(perm) if x._meta.ndim == x.ndim else None)
     return chunk_transpose.transpose(x, perm)

@@ -99,8 +99,11 @@ def store(arr: da.Array, path: str, storage_chunks=None, codec: str = "zstd",
             mark.touch()
         return np.ones((1,) * block.ndim, dtype=bool)
 
+    from dask.base import tokenize
+
     return arr.map_blocks(write, chunks=tuple((1,) * len(c) for c in arr.chunks), dtype=bool,
-                          meta=np.empty((0,) * arr.ndim, dtype=bool), name="distconv-store")
+                          meta=np.empty((0,) * arr.ndim, dtype=bool),
+                          name=f"distconv-store-{tokenize(arr, str(p), resume)}")
 
 
 def finish(path: str):

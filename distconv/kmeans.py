@@ -44,8 +44,11 @@ def kmeans_assign(X, centroids):
     X, C = _descriptors(X, centroids)
     if checks.array_kind(X) == "dask":
         X = _rows(X)
+        from dask.base import tokenize
+
         return X.map_blocks(chunk_kmeans.assign, C, drop_axis=1, dtype=np.int32,
-                            meta=X._meta.astype(np.int32).reshape(0), name="distconv-kmeans-assign")
+                            meta=X._meta.astype(np.int32).reshape(0),
+                            name=f"distconv-kmeans-assign-{tokenize(X, C)}")
     return chunk_kmeans.assign(X, C)
 
 

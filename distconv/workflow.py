@@ -203,14 +203,15 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     storage = wf.outputs.get("chunks") or src["storage"]
     job = io.store(data, str(out_path), storage_chunks=storage, codec=wf.outputs.get("codec", "zstd"),
                    overwrite=overwrite and not resume, attrs=attrs, resume=resume)
-    _compute(job, client, progress)
+    step_seconds = _compute(job, client, progress)
     io.finish(str(out_path))
     (out_path / MARKER).write_text(json.dumps({"workflow": wf.name, "finished": time.time()}))
     seconds = time.perf_counter() - t0
     summary = {"workflow": wf.name, "input": wf.input["path"], "output": str(out_path),
                "shape": list(data.shape), "dtype": str(data.dtype), "steps": [o for o, _ in wf.steps],
                "bytes_in": src["nbytes"], "bytes_out": data.nbytes, "seconds": round(seconds, 3),
-               "GBps": round(src["nbytes"] / seconds / 1e9, 3), "gpu_memory_peak": _gpu_peak(client)}
+               "GBps": round(src["nbytes"] / seconds / 1e9, 3), "gpu_memory_peak": _gpu_peak(client),
+               "step_seconds": step_seconds}
     if "histogram" in wf.outputs:
         summary["histogram"] = _histogram_output(data, wf.outputs["histogram"], client)
     if wf.report:
@@ -271,19 +272,32 @@ def _plan(arr, chunks, gpu: bool):
     return arr
 
 
-def _compute(job, client, progress):
+def _compute(job, client, progress) -> dict:
+    """Run the job; returns busy seconds per task prefix (the steps, as the dashboard names
+    them: distconv-gaussian, distconv-correlate, distconv-store, ...) when on a cluster."""
     if client is None:
         import dask
 
         dask.compute(job)
-        return
-    fut = client.compute(job)
-    if progress:
-        from distributed import progress as show
+        return {}
+    from dask.utils import key_split
+    from distributed import get_task_stream
 
-        show(fut)
-        print()
-    fut.result()
+    with get_task_stream(client) as ts:
+        fut = client.compute(job)
+        if progress:
+            from distributed import progress as show
+
+            show(fut)
+            print()
+        fut.result()
+    busy: dict = {}
+    for task in ts.data:
+        prefix = key_split(task["key"])
+        for s in task.get("startstops", ()):
+            if s["action"] == "compute":
+                busy[prefix] = busy.get(prefix, 0.0) + s["stop"] - s["start"]
+    return {k: round(v, 3) for k, v in sorted(busy.items(), key=lambda kv: -kv[1])}
 
 
 def _histogram_output(data, spec, client):
@@ -342,8 +356,9 @@ def _jsonable(obj):
 
 def format_summary(s: dict) -> str:
     peak = "" if s.get("gpu_memory_peak") is None else f", GPU memory peak {s['gpu_memory_peak'] / 2**30:.2f} GiB"
+    steps = "".join(f"\n  {k}: {v:.3f} s busy" for k, v in (s.get("step_seconds") or {}).items())
     if "shape" not in s:
         return f"{s['workflow']}: {s.get('text', '')} -> {s['output']}"
     return (f"{s['workflow']}: {' -> '.join(s['steps'])} on {tuple(s['shape'])} {s['dtype']}: "
             f"{s['bytes_in'] / 1e9:.3f} GB in, {s['bytes_out'] / 1e9:.3f} GB out, "
-            f"{s['seconds']:.2f} s, {s['GBps']:.3f} GB/s{peak} -> {s['output']}")
+            f"{s['seconds']:.2f} s, {s['GBps']:.3f} GB/s{peak} -> {s['output']}{steps}")

@@ -44,6 +44,7 @@ def test_run_small_workflow_end_to_end(tmp_path):
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert "GB/s" in res.stdout and "dashboard at http://127.0.0.1" in res.stdout
+    assert "distconv-gaussian:" in res.stdout  # busy time per step, named as the dashboard names it
     import numpy as np
     import scipy.ndimage as ndi
 

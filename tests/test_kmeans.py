@@ -100,3 +100,14 @@ def test_transpose_matches_numpy(rng, shape, axes):
 def test_bad_input(rng, call, match):
     with pytest.raises(ValueError, match=match):
         call(rng.standard_normal((10, 4)))
+
+
+def test_two_assignments_in_one_graph_do_not_collide(rng):
+    X = rng.standard_normal((200, 4))
+    x = da.from_array(X, chunks=(50, 4))
+    C1, C2 = rng.standard_normal((3, 4)), rng.standard_normal((5, 4))
+    a, b = da.compute(dc.kmeans_assign(x, C1), dc.kmeans_assign(x, C2))
+    np.testing.assert_array_equal(a, brute_labels(X, C1)[0])
+    np.testing.assert_array_equal(b, brute_labels(X, C2)[0])
+    t1, t2 = da.compute(dc.transpose(x), dc.transpose(x * 2))
+    np.testing.assert_array_equal(t2, 2 * t1)
