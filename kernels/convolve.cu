@@ -54,6 +54,44 @@ __device__ __forceinline__ void dc_store4(double *o, double a, double b, double 
     reinterpret_cast<double2 *>(o)[1] = make_double2(c, d);
 }
 
+// Stage the SH x SW window at extended coordinates (iz, iy0, ix0) of a halo tile into shared
+// memory s (row pitch SW), the boundary mode applied where it leaves the tile. When the window
+// lies inside the centre piece, loads go straight to it in batches of 32 bytes issued before
+// their shared stores (several loads in flight per thread); otherwise element by element.
+template <typename T, int SH, int SW, int NT>
+__device__ __forceinline__ void dc_stage(T *s, const DcTile &src, i64 iz, i64 iy0, i64 ix0,
+                                         int mode, T cval, int tid) {
+    const i64 cz0 = src.len[0], cy0 = src.len[3], cx0 = src.len[6];
+    const bool inside = iz >= cz0 && iz < cz0 + src.len[1] && iy0 >= cy0 &&
+                        iy0 + SH <= cy0 + src.len[4] && ix0 >= cx0 && ix0 + SW <= cx0 + src.len[7];
+    if (inside) {
+        constexpr int ITER = (SH * SW + NT - 1) / NT, BATCH = 32 / sizeof(T);
+        const i64 csy = src.sy[13];
+        const T *p = reinterpret_cast<const T *>(src.ptr[13]) + (iz - cz0) * src.sz[13] +
+                     (iy0 - cy0) * csy + (ix0 - cx0);
+#pragma unroll 1
+        for (int i0 = 0; i0 < ITER; i0 += BATCH) {
+            T buf[BATCH];
+#pragma unroll
+            for (int j = 0; j < BATCH; ++j) {
+                const int e = tid + (i0 + j) * NT;
+                const int r = e / SW, c = e - r * SW;
+                buf[j] = e < SH * SW ? __ldg(p + (i64)r * csy + c) : T(0);
+            }
+#pragma unroll
+            for (int j = 0; j < BATCH; ++j) {
+                const int e = tid + (i0 + j) * NT;
+                if (e < SH * SW) s[e] = buf[j];
+            }
+        }
+    } else {
+        for (int e = tid; e < SH * SW; e += NT) {
+            const int r = e / SW, c = e - r * SW;
+            s[e] = dc_tile_load<T>(src, iz, iy0 + r, ix0 + c, mode, cval);
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // distconv_correlate_tiled: register-tiled correlate for masks up to 32 x 32 per plane.
 // Threads -> data: a block of BX x BY threads owns an output tile of TH = BY*PY rows by
@@ -84,14 +122,6 @@ distconv_correlate_tiled(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, 
     const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * BX + tx;
     const i64 nty = (oH + TH - 1) / TH;
     const i64 x0 = (i64)blockIdx.x * TW;
-    const i64 ez = dc_extent(src, 0), ey = dc_extent(src, 1), ex = dc_extent(src, 2);
-    // centre piece bounds in extended coordinates, for the copy-free fast path
-    const i64 cy0 = src.len[3], cy1 = cy0 + src.len[4];
-    const i64 cx0 = src.len[6], cx1 = cx0 + src.len[7];
-    const i64 cz0 = src.len[0], cz1 = cz0 + src.len[1];
-    const T *centre = reinterpret_cast<const T *>(src.ptr[13]);
-    const i64 csy = src.sy[13], csz = src.sz[13];  // the centre may be a strided view
-    (void)ez; (void)ey; (void)ex;
 
     for (i64 z = blockIdx.z; z < oD; z += gridDim.z) {
         for (i64 tyb = blockIdx.y; tyb < nty; tyb += gridDim.y) {
@@ -104,34 +134,7 @@ distconv_correlate_tiled(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, 
 
             for (int kz = 0; kz < KD; ++kz) {
                 const i64 iz = z + kz + offD, iy0 = y0 + offH, ix0 = x0 + offW;
-                const bool inside = iz >= cz0 && iz < cz1 && iy0 >= cy0 && iy0 + SH <= cy1 &&
-                                    ix0 >= cx0 && ix0 + SWP <= cx1;
-                if (inside) {
-                    // loads issue in batches (32 bytes) before their shared stores: several independent
-                    // loads in flight per thread instead of one, at 8 extra registers
-                    constexpr int NT = BX * BY, ITER = (SH * SWP + NT - 1) / NT, BATCH = 32 / sizeof(T);
-                    const T *p = centre + (iz - cz0) * csz + (iy0 - cy0) * csy + (ix0 - cx0);
-#pragma unroll 1
-                    for (int i0 = 0; i0 < ITER; i0 += BATCH) {
-                        T buf[BATCH];
-#pragma unroll
-                        for (int j = 0; j < BATCH; ++j) {
-                            const int e = tid + (i0 + j) * NT;
-                            const int r = e / SWP, c = e - r * SWP;
-                            buf[j] = e < SH * SWP ? __ldg(p + (i64)r * csy + c) : T(0);
-                        }
-#pragma unroll
-                        for (int j = 0; j < BATCH; ++j) {
-                            const int e = tid + (i0 + j) * NT;
-                            if (e < SH * SWP) s[e] = buf[j];
-                        }
-                    }
-                } else {
-                    for (int e = tid; e < SH * SWP; e += BX * BY) {
-                        const int r = e / SWP, c = e - r * SWP;
-                        s[e] = dc_tile_load<T>(src, iz, iy0 + r, ix0 + c, mode, cval);
-                    }
-                }
+                dc_stage<T, SH, SWP, BX * BY>(s, src, iz, iy0, ix0, mode, cval, tid);
                 __syncthreads();
                 const int wbase = kz * KH * KW;
 #pragma unroll
@@ -218,41 +221,11 @@ distconv_separable2d(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 
     const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * BX + tx;
     const i64 nty = (oH + TH - 1) / TH;
     const i64 x0 = (i64)blockIdx.x * TW;
-    const i64 cy0 = src.len[3], cy1 = cy0 + src.len[4];
-    const i64 cx0 = src.len[6], cx1 = cx0 + src.len[7];
-    const i64 cz0 = src.len[0], cz1 = cz0 + src.len[1];
-    const T *centre = reinterpret_cast<const T *>(src.ptr[13]);
-    const i64 csy = src.sy[13], csz = src.sz[13];
 
     for (i64 z = blockIdx.z; z < oD; z += gridDim.z) {
         for (i64 tyb = blockIdx.y; tyb < nty; tyb += gridDim.y) {
             const i64 y0 = tyb * TH, iy0 = y0 + offH, ix0 = x0 + offW;
-            const bool inside = z >= cz0 && z < cz1 && iy0 >= cy0 && iy0 + SH <= cy1 &&
-                                ix0 >= cx0 && ix0 + SW <= cx1;
-            if (inside) {
-                constexpr int NT = BX * BY, ITER = (SH * SW + NT - 1) / NT, BATCH = 32 / sizeof(T);
-                const T *p = centre + (z - cz0) * csz + (iy0 - cy0) * csy + (ix0 - cx0);
-#pragma unroll 1
-                for (int i0 = 0; i0 < ITER; i0 += BATCH) {
-                    T buf[BATCH];
-#pragma unroll
-                    for (int j = 0; j < BATCH; ++j) {
-                        const int e = tid + (i0 + j) * NT;
-                        const int r = e / SW, c = e - r * SW;
-                        buf[j] = e < SH * SW ? __ldg(p + (i64)r * csy + c) : T(0);
-                    }
-#pragma unroll
-                    for (int j = 0; j < BATCH; ++j) {
-                        const int e = tid + (i0 + j) * NT;
-                        if (e < SH * SW) s_in[e] = buf[j];
-                    }
-                }
-            } else {
-                for (int e = tid; e < SH * SW; e += BX * BY) {
-                    const int r = e / SW, c = e - r * SW;
-                    s_in[e] = dc_tile_load<T>(src, z, iy0 + r, ix0 + c, mode, cval);
-                }
-            }
+            dc_stage<T, SH, SW, BX * BY>(s_in, src, z, iy0, ix0, mode, cval, tid);
             __syncthreads();
             // horizontal pass over every staged row
             for (int r = ty; r < SH; r += BY) {
