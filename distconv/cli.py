@@ -45,6 +45,7 @@ def run(workflow_path, cluster_path, overwrite, resume, no_progress):
 
     try:
         wf = workflow.load(workflow_path)
+        workflow.preflight(wf, overwrite or None, resume)
         load_config(cluster_path)
         with cluster(cluster_path) as client:
             summary = workflow.run(wf, client, overwrite=overwrite or None, progress=not no_progress,

@@ -8,6 +8,7 @@ from pathlib import Path
 import dask.array as da
 import numpy as np
 
+from . import outputs
 from .chunk import to_host
 
 GPU_CHUNK_BYTES = 2**30  # a GPU task costs ~1 ms of scheduling: kernels must run longer than that
@@ -52,11 +53,12 @@ def _compressors(codec: str):
     raise ValueError(f"codec must be one of {CODECS}, got {codec!r}")
 
 
-def create(path: str, shape, chunks, dtype, codec: str = "zstd", overwrite: bool = False, attrs=None):
+def create(path: str, shape, chunks, dtype, codec: str = "zstd", attrs=None):
+    """A new Zarr v3 array; never replaces one (zarr's overwrite deletes the whole folder)."""
     import zarr
 
     return zarr.create_array(str(path), shape=tuple(shape), chunks=tuple(chunks), dtype=dtype,
-                             compressors=_compressors(codec), overwrite=overwrite,
+                             compressors=_compressors(codec), overwrite=False,
                              attributes=attrs or {})
 
 
@@ -66,14 +68,13 @@ def to_device_blocks(arr: da.Array) -> da.Array:
     return arr.map_blocks(cupy.asarray, meta=cupy.empty((0,) * arr.ndim, dtype=arr.dtype))
 
 
-BLOCKS_DIR = ".distconv-blocks"
-
-
 def store(arr: da.Array, path: str, storage_chunks=None, codec: str = "zstd",
           overwrite: bool = False, attrs=None, resume: bool = False) -> da.Array:
     """Lazily write ``arr`` into a Zarr array: blocks aligned to storage chunks (no chunk has
     two writers), each block's write idempotent and recorded by a marker file, so a rerun with
-    ``resume`` writes only the blocks that are missing. Returns the dask array of write flags."""
+    ``resume`` writes only the blocks that are missing. The path is claimed first
+    (outputs.claim): ``overwrite`` replaces only a store distconv created. Returns the dask array
+    of write flags."""
     import zarr
 
     storage = tuple(storage_chunks or (c[0] for c in arr.chunks))
@@ -81,14 +82,15 @@ def store(arr: da.Array, path: str, storage_chunks=None, codec: str = "zstd",
     if aligned != arr.chunks:
         arr = arr.rechunk(aligned)
     p = Path(path)
-    if resume and p.exists():
+    resuming = outputs.claim(str(p), overwrite, resume)
+    if resuming and (p / "zarr.json").exists():
         target = zarr.open_array(str(p), mode="r+")
         if target.shape != arr.shape or target.dtype != arr.dtype:
             raise ValueError(f"cannot resume {path!r}: it holds {target.shape} {target.dtype}, "
                              f"the workflow makes {arr.shape} {arr.dtype}")
     else:
-        target = create(str(p), arr.shape, storage, arr.dtype, codec, overwrite, attrs)
-    marks = p / BLOCKS_DIR
+        target = create(str(p), arr.shape, storage, arr.dtype, codec, attrs=attrs)
+    marks = p / outputs.BLOCKS
     marks.mkdir(parents=True, exist_ok=True)
 
     def write(block, block_info=None):
@@ -110,7 +112,7 @@ def finish(path: str):
     """Drop the per-block markers once the whole output is written."""
     import shutil
 
-    shutil.rmtree(Path(path) / BLOCKS_DIR, ignore_errors=True)
+    shutil.rmtree(Path(path) / outputs.BLOCKS, ignore_errors=True)
 
 
 def _aligned(sizes: tuple, step: int) -> list[int]:

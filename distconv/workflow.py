@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from . import io
+from . import io, outputs
 
 ARRAY_OPS = ("correlate", "convolve", "correlate1d", "convolve1d", "gaussian_filter", "derivative",
              "laplace", "scan", "cumsum", "cumprod", "cummin", "cummax")
@@ -31,7 +31,7 @@ OUTPUT_KEYS = {"path", "codec", "chunks", "histogram", "clusters"}
 SYNTH_KEYS = {"shape", "chunks", "dtype", "seed", "dims"}
 HIST_KEYS = {"bins", "range", "json", "png"}
 BOVW_STEP_KEYS = {"patch", "n_clusters", "image_clusters", "seed"}
-MARKER = ".distconv-complete"
+MARKER = outputs.COMPLETE
 
 
 class WorkflowError(ValueError):
@@ -112,6 +112,15 @@ def load(path) -> Workflow:
         checked = _check_bovw(inp, steps)
     else:
         checked = _check_array(inp, out, steps, base)
+        written = {"outputs.path": out["path"], "report": report,
+                   **{f"outputs.histogram.{k}": v for k, v in out.get("histogram", {}).items()
+                      if k in ("json", "png")}}
+        for key, path in written.items():
+            if path is not None:
+                try:
+                    outputs.check_separate(path, {key: inp["path"]})
+                except outputs.OutputError as e:
+                    raise WorkflowError(str(e)) from None
     device = doc.get("device", "auto")
     if device not in ("auto", "cpu", "gpu"):
         raise WorkflowError(f"device must be auto, cpu or gpu, got {device!r}")
@@ -129,8 +138,6 @@ def _check_array(inp, out, steps, base):
         for k in ("shape", "chunks"):
             if k not in inp["synthetic"]:
                 raise WorkflowError(f"input.synthetic: missing key {k!r}")
-    if inp["path"] == out["path"]:
-        raise WorkflowError(f"outputs.path is the input path {inp['path']!r}; choose another")
     if out.get("codec", "zstd") not in io.CODECS:
         raise WorkflowError(f"outputs.codec must be one of {io.CODECS}, got {out['codec']!r}")
     if "histogram" in out:
@@ -175,16 +182,21 @@ def _check_bovw(inp, steps):
 
 # ----------------------------------------------------------------------------------- running
 
+def preflight(wf: Workflow, overwrite: bool | None = None, resume: bool = False):
+    """Check the output path may be written (before a cluster starts or a byte is written)."""
+    overwrite = wf.overwrite if overwrite is None else overwrite
+    try:
+        outputs.check_target(wf.outputs["path"], overwrite, resume)
+    except outputs.OutputError as e:
+        raise WorkflowError(str(e)) from None
+
+
 def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool = True,
         resume: bool = False) -> dict:
     """Run a checked workflow on ``client`` (or the local scheduler); returns the summary."""
     overwrite = wf.overwrite if overwrite is None else overwrite
+    preflight(wf, overwrite, resume)
     out_path = Path(wf.outputs["path"])
-    if out_path.exists() and not (overwrite or resume):
-        if not (out_path / MARKER).exists():
-            raise WorkflowError(f"output {str(out_path)!r} is incomplete (an interrupted run); "
-                                "pass --resume to finish it or --overwrite to start again")
-        raise WorkflowError(f"output {str(out_path)!r} exists; pass --overwrite or set overwrite: true")
     if wf.kind == "bovw":
         from .workflow_bovw import run_bovw
 
@@ -205,7 +217,7 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
                    overwrite=overwrite and not resume, attrs=attrs, resume=resume)
     step_seconds = _compute(job, client, progress)
     io.finish(str(out_path))
-    (out_path / MARKER).write_text(json.dumps({"workflow": wf.name, "finished": time.time()}))
+    outputs.mark_complete(str(out_path), {"workflow": wf.name})
     seconds = time.perf_counter() - t0
     summary = {"workflow": wf.name, "input": wf.input["path"], "output": str(out_path),
                "shape": list(data.shape), "dtype": str(data.dtype), "steps": [o for o, _ in wf.steps],

@@ -24,7 +24,7 @@ def descriptors(img: np.ndarray, patch: int) -> np.ndarray:
 def run_bovw(wf, client=None, overwrite=False) -> dict:
     import skimage.data
 
-    from . import kmeans
+    from . import kmeans, outputs
 
     t0 = time.perf_counter()
     params = wf.steps[0][1]
@@ -48,12 +48,12 @@ def run_bovw(wf, client=None, overwrite=False) -> dict:
     freq = hist / np.maximum(hist.sum(axis=1, keepdims=True), 1)
     images = kmeans.KMeans(min(n_img_clusters, len(names)), seed=seed).fit(freq)
     out = Path(wf.outputs["path"])
-    out.mkdir(parents=True, exist_ok=True)
+    outputs.claim(str(out), overwrite)
     np.savez(out / "bovw.npz", histograms=hist, vocabulary=vocab.cluster_centers_, image_clusters=images.labels_)
     doc = {"images": names, "descriptors": int(len(X)), "vocabulary": k, "patch": patch,
            "histograms": hist.tolist(), "image_clusters": np.asarray(images.labels_).tolist()}
     (out / "bovw.json").write_text(json.dumps(doc, indent=1))
-    (out / ".distconv-complete").write_text("{}")
+    outputs.mark_complete(str(out), {"workflow": wf.name})
     groups_text = {}
     for n, c in zip(names, np.asarray(images.labels_).tolist()):
         groups_text.setdefault(c, []).append(n)

@@ -1,0 +1,102 @@
+"""Who owns an output path: distconv writes only where nothing is, or into a store it created.
+
+``--overwrite`` removes a path only when distconv's owner mark is there and every entry at its
+top level is one distconv writes; anything else (a folder holding user files, a plain file, a
+Zarr store someone else wrote) is refused with a message, never deleted.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+OWNER = ".distconv-output"        # written first, before any data: "distconv made this"
+COMPLETE = ".distconv-complete"   # written last: the output is whole
+BLOCKS = ".distconv-blocks"       # per-block write marks while a run is under way
+# What distconv itself puts at the top level of an output (Zarr v3 store or bovw folder).
+OWN_ENTRIES = {OWNER, COMPLETE, BLOCKS, "zarr.json", "c", "bovw.json", "bovw.npz"}
+
+
+class OutputError(ValueError):
+    """An output path distconv may not write to (or may not replace)."""
+
+
+def _inside(child: Path, parent: Path) -> bool:
+    return child == parent or parent in child.parents
+
+
+def check_separate(output: str, inputs: dict[str, str]):
+    """Refuse an output that is, holds or lies inside an input (``inputs``: key -> path)."""
+    out = Path(output).resolve()
+    for key, path in inputs.items():
+        p = Path(path).resolve()
+        if out == p:
+            raise OutputError(f"{key} is the input path {str(p)!r}; choose another")
+        if _inside(p, out):
+            raise OutputError(f"{key} {str(out)!r} holds the input {str(p)!r}; replacing it would "
+                              "delete the input: choose a path of its own")
+        if _inside(out, p):
+            raise OutputError(f"{key} {str(out)!r} lies inside the input {str(p)!r}; choose a path "
+                              "outside it")
+
+
+def owned(path: Path) -> bool:
+    """True when distconv created ``path`` and nothing foreign sits at its top level."""
+    if not path.is_dir() or not (path / OWNER).is_file():
+        return False
+    return all(e.name in OWN_ENTRIES for e in path.iterdir())
+
+
+def check_target(output: str, overwrite: bool = False, resume: bool = False, key: str = "outputs.path"):
+    """Check, before any work, that ``output`` may be written; raises OutputError otherwise."""
+    p = Path(output)
+    if not p.exists():
+        if p.is_symlink():
+            raise OutputError(f"{key} {output!r} is a dangling link; choose another path")
+        return
+    if not p.is_dir():
+        raise OutputError(f"{key} {output!r} exists and is a file; distconv writes a folder there "
+                          "and never deletes what it did not create: choose another path")
+    if not any(p.iterdir()):
+        return  # an empty folder: writing there replaces nothing
+    if not (p / OWNER).is_file():
+        raise OutputError(f"{key} {output!r} exists and was not written by distconv; distconv "
+                          "never deletes what it did not create: choose another path or remove it "
+                          "yourself")
+    foreign = sorted(e.name for e in p.iterdir() if e.name not in OWN_ENTRIES)
+    if foreign:
+        raise OutputError(f"{key} {output!r} was written by distconv but now also holds "
+                          f"{foreign[0]!r}; distconv will not delete it: choose another path")
+    complete = (p / COMPLETE).is_file()
+    if resume and complete:
+        raise OutputError(f"{key} {output!r} is already complete: nothing to resume (pass "
+                          "--overwrite to run again)")
+    if resume or overwrite:
+        return
+    if not complete:
+        raise OutputError(f"{key} {output!r} is incomplete (an interrupted run); pass --resume to "
+                          "finish it or --overwrite to start again")
+    raise OutputError(f"{key} {output!r} exists (a finished distconv output); pass --overwrite "
+                      "to replace it")
+
+
+def claim(output: str, overwrite: bool = False, resume: bool = False, key: str = "outputs.path",
+          who: str = "distconv") -> bool:
+    """Make ``output`` ours to write: check it, remove an owned store when ``overwrite`` (and not
+    ``resume``), create the folder with the owner mark. Returns True when resuming an existing
+    output."""
+    check_target(output, overwrite, resume, key)
+    p = Path(output)
+    if p.exists() and (p / OWNER).is_file():
+        if resume:
+            return True
+        shutil.rmtree(p)  # check_target proved it ours and free of foreign entries
+    p.mkdir(parents=True, exist_ok=True)
+    (p / OWNER).write_text(json.dumps({"by": who, "created": time.time()}))
+    return False
+
+
+def mark_complete(output: str, info: dict):
+    (Path(output) / COMPLETE).write_text(json.dumps({**info, "finished": time.time()}))
