@@ -90,9 +90,7 @@ def run(gpus: int, rows_per_gpu: int, width: int, out: Path, e2e: bool, e2e_only
     from distributed import Client
 
     import distconv as dc
-    from distconv.chunk import convolve as chunk_conv
-    from distconv.chunk import histogram as chunk_hist
-    from distconv.chunk import scan as chunk_scan
+    from distconv import backends
 
     if e2e_only:
         doc = {"gpus": gpus, "e2e": e2e_rows(gpus)}
@@ -120,7 +118,7 @@ def run(gpus: int, rows_per_gpu: int, width: int, out: Path, e2e: bool, e2e_only
     c8 = dc.stencil.central_coefficients(1, 8)
     cases = {
         "dask_conv2d_5x5": (lambda i: dc.correlate(x, W5 * (1 + 1e-7 * i)),
-                            lambda i: x.map_blocks(chunk_conv.correlate, weights=W5 * (1 + 1e-7 * i), mode="reflect",
+                            lambda i: x.map_blocks(backends.correlate, weights=W5 * (1 + 1e-7 * i), mode="reflect",
                                                    cval=0.0, origin=(0, 0), dtype=np.float32),
                             "dask-image correlate (cupy chunks)",
                             lambda i: __import__("dask_image.ndfilters", fromlist=["x"]).correlate(
@@ -128,17 +126,17 @@ def run(gpus: int, rows_per_gpu: int, width: int, out: Path, e2e: bool, e2e_only
         # keys repeat across runs; each run's result is released before the next, so it recomputes
         "dask_scan_axis1": (lambda i: dc.cumsum(x, axis=1),
                             lambda i: x.map_blocks(
-                                partial(chunk_scan.scan, op="add", axis=1, exclusive=False, dtype=np.float32),
+                                partial(backends.scan, op="add", axis=1, exclusive=False, dtype=np.float32),
                                 dtype=np.float32),
                             "dask cumsum (blelloch)",
                             lambda i: x.cumsum(axis=1, method="blelloch"), 2),
         "dask_hist256": (lambda i: dc.histogram(x, bins=256, range=(-5, 5 + 1e-6 * i))[0],
-                         lambda i: x.map_blocks(lambda b: chunk_hist.counts(b, np.linspace(-5, 5 + 1e-6 * i, 257).astype(np.float32), True)[None],
+                         lambda i: x.map_blocks(lambda b: backends.counts(b, np.linspace(-5, 5 + 1e-6 * i, 257).astype(np.float32), True)[None],
                                                 chunks=((1,) * x.numblocks[0], (256,) * x.numblocks[1]), dtype=np.int64),
                          "dask.array.histogram",
                          lambda i: da.histogram(x, bins=256, range=(-5, 5 + 1e-6 * i))[0], 1),
         "dask_deriv8": (lambda i: dc.derivative(x, 0, accuracy=8, spacing=1 + 1e-7 * i),
-                        lambda i: x.map_blocks(chunk_conv.correlate_passes, passes=[(0, c8 / (1 + 1e-7 * i), 0)],
+                        lambda i: x.map_blocks(backends.correlate_passes, passes=[(0, c8 / (1 + 1e-7 * i), 0)],
                                                mode="nearest", cval=0.0, dtype=np.float32),
                         "map_overlap + cupyx correlate1d",
                         lambda i: x.map_overlap(lambda b: __import__("cupyx.scipy.ndimage", fromlist=["x"]).correlate1d(
@@ -213,12 +211,13 @@ def e2e_row(client, gpus, storage_rows=2048):
     of 2048 x 32768 (256 MiB) made of storage chunks of ``storage_rows`` rows."""
     import dask.array as da
 
-    from distconv import io, workflow
+    from distconv import batch as workflow
+    from distconv.batch.inputs import synthetic
 
     root = Path(os.environ.get("TMPDIR", "/tmp")) / f"dc-e2e-{storage_rows}"
     src = root / "in.zarr"
     if not src.exists():
-        io.synthetic(str(src), (32768, 32768), (storage_rows, 32768), "float32", 0)
+        synthetic(str(src), (32768, 32768), (storage_rows, 32768), "float32", 0)
     wf = workflow.Workflow(name="e2e", kind="array", source=Path("e2e"), input={"path": str(src)},
                            steps=[("correlate", {"weights": W5.tolist()})],
                            outputs={"path": str(root / "out.zarr"), "codec": "zstd"}, chunks=[2048, 32768])

@@ -16,7 +16,7 @@ def main():
     from distributed import Client, wait
 
     import distconv as dc
-    from distconv.chunk import convolve as chunk_conv
+    from distconv.backends import correlate
 
     cluster = LocalCUDACluster(n_workers=1, threads_per_worker=4, dashboard_address="127.0.0.1:0")
     client = Client(cluster)
@@ -25,7 +25,7 @@ def main():
     wait(x)
     w = np.random.default_rng(0).standard_normal((5, 5))
     cases = {"halo": lambda: dc.correlate(x, w),
-             "blocks": lambda: x.map_blocks(chunk_conv.correlate, weights=w, mode="reflect", cval=0.0,
+             "blocks": lambda: x.map_blocks(correlate, weights=w, mode="reflect", cval=0.0,
                                             origin=(0, 0), dtype=np.float32)}
     for name, make in list(cases.items()) * 2:
         client.get_task_stream()  # reset window
@@ -49,13 +49,13 @@ def main():
         import cupy
         from cupyx.profiler import benchmark
 
-        from distconv.chunk.tile import Tile
+        from distconv.core.tile import Tile
 
         b = cupy.random.standard_normal((4096, 65536), dtype=cupy.float32)
         top, bot = b[-2:].copy(), b[:2].copy()
         t = Tile(b, ((2, 2), (0, 0)), {(-1, 0): top, (1, 0): bot})
-        r1 = benchmark(lambda: chunk_conv.correlate(t, w, "reflect", 0.0, (0, 0)), n_repeat=10)
-        r2 = benchmark(lambda: chunk_conv.correlate(b, w, "reflect", 0.0, (0, 0)), n_repeat=10)
+        r1 = benchmark(lambda: correlate(t, w, "reflect", 0.0, (0, 0)), n_repeat=10)
+        r2 = benchmark(lambda: correlate(b, w, "reflect", 0.0, (0, 0)), n_repeat=10)
         return (float(np.median(r1.gpu_times[0])), float(np.median(r1.cpu_times)),
                 float(np.median(r2.gpu_times[0])), float(np.median(r2.cpu_times)))
 

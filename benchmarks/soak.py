@@ -15,7 +15,7 @@ def main():
     p.add_argument("--out", default="soak.json")
     a = p.parse_args()
     import distconv as dc
-    from distconv import workflow
+    from distconv import batch as workflow
 
     tmp = Path(tempfile.mkdtemp())
     wf_path = tmp / "wf.yaml"

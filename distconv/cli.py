@@ -40,7 +40,7 @@ def info(cluster_path):
 @click.option("--no-progress", is_flag=True, help="no progress bar")
 def run(workflow_path, cluster_path, overwrite, resume, no_progress):
     """Run a batch workflow on the cluster."""
-    from . import workflow
+    from . import batch as workflow
     from .cluster import cluster, load_config
 
     try:

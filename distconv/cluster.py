@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import yaml
+
+from .backends.devices import gpu_count, gpu_stack_available
 
 DEFAULTS = {
     "type": "auto",                 # auto | cuda | cpu | address
@@ -66,27 +66,6 @@ def load_config(config=None) -> dict:
     if not isinstance(cfg["processes"], bool):
         raise ClusterConfigError(f"cluster key 'processes' must be true or false, got {cfg['processes']!r}")
     return cfg
-
-
-def gpu_count() -> int:
-    """GPUs visible to this process, from nvidia-smi (no CUDA context in the client)."""
-    if not shutil.which("nvidia-smi"):
-        return 0
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20).stdout
-    except (OSError, subprocess.SubprocessError):
-        return 0
-    n = sum(1 for line in out.splitlines() if line.startswith("GPU "))
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        n = min(n, len([v for v in visible.split(",") if v.strip()]))
-    return n
-
-
-def gpu_stack_available() -> bool:
-    import importlib.util
-
-    return all(importlib.util.find_spec(m) is not None for m in ("cupy", "dask_cuda"))
 
 
 def resolve_type(cfg: dict) -> str:

@@ -1,11 +1,11 @@
 // distconv common device helpers: boundary modes, halo tiles, scan/reduce operators.
-// Inlined by distconv/cuda/loader.py into every kernel source, so the compile cache key
+// Inlined by distconv/backends/cuda/loader.py into every kernel source, so the compile cache key
 // covers this header too.
 #pragma once  // (a no-op once inlined by the loader)
 
 typedef long long i64;
 
-// ---- boundary modes (scipy.ndimage names; values fixed in distconv/chunk/_modes.py) -------
+// ---- boundary modes (scipy.ndimage names; values fixed in distconv/core/modes.py) -------
 #define DC_CONSTANT 0
 #define DC_REFLECT 1   // d c b a | a b c d | d c b a
 #define DC_NEAREST 2   // a a a a | a b c d | d d d d

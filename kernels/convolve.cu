@@ -2,11 +2,11 @@
 // correlate: out[z, y, x] = sum_{kz, ky, kx} w[kz, ky, kx] * in[z + kz + offD, y + ky + offH, x + kx + offW]
 // in extended tile coordinates (DcTile, common.cuh); the boundary mode is applied at the tile's
 // edges, which are global edges. convolve/correlate1d/separable passes are all this with other
-// masks and offsets (the launcher in distconv/chunk/convolve.py decides).
+// masks and offsets (the launcher in distconv/backends/cuda/convolve.py decides).
 #include "common.cuh"
 
 // Masks live in constant memory, DC_MASK_SLOTS per dtype, so chunks running concurrently with
-// different masks do not overwrite each other; distconv/cuda/loader.py hands out the slots.
+// different masks do not overwrite each other; distconv/backends/cuda/masks.py hands out the slots.
 #define DC_MASK_SLOTS 4
 #define DC_MASK_F32 1024
 #define DC_MASK_F64 1024

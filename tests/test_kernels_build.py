@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from distconv.cuda import loader
+from distconv.backends.cuda import loader
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL_FILES = sorted(p.name for p in (ROOT / "kernels").iterdir() if p.suffix in (".cu", ".cuh"))
@@ -19,7 +19,7 @@ KERNEL_FILES = sorted(p.name for p in (ROOT / "kernels").iterdir() if p.suffix i
 def launcher_modules():
     for pattern in loader.PATTERNS:
         if (ROOT / "kernels" / f"{pattern}.cu").exists():
-            yield pattern, importlib.import_module(f"distconv.cuda.{pattern}")
+            yield pattern, importlib.import_module(f"distconv.backends.cuda.{pattern}")
 
 
 def test_every_pattern_source_inlines_common_header():
@@ -30,7 +30,7 @@ def test_every_pattern_source_inlines_common_header():
 
 
 def test_importing_distconv_imports_no_cupy():
-    code = "import sys, distconv, distconv.api, distconv.xarray; sys.exit('cupy' in sys.modules)"
+    code = "import sys, distconv, distconv.ops.registry, distconv.batch, distconv.xarray; sys.exit('cupy' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
@@ -47,7 +47,7 @@ def test_wheel_contains_every_kernel_file(tmp_path):
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 @pytest.mark.parametrize("pattern", [p for p, _ in launcher_modules()])
 def test_nvcc_compiles_every_instantiation_without_spills(tmp_path, pattern):
-    mod = importlib.import_module(f"distconv.cuda.{pattern}")
+    mod = importlib.import_module(f"distconv.backends.cuda.{pattern}")
     refs = "\n".join(f"void *dc_ref_{i} = (void *)&{name};" for i, name in enumerate(mod.INSTANTIATIONS))
     src = tmp_path / f"{pattern}.cu"
     src.write_text(loader.source(pattern) + "\n" + refs + "\n")

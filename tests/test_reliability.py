@@ -13,7 +13,7 @@ import pytest
 import scipy.ndimage as ndi
 
 import distconv as dc
-from distconv import workflow
+from distconv import batch as workflow
 
 from .test_workflow import read, small
 
@@ -120,7 +120,7 @@ def test_empty_and_zero_d_inputs():
 
 
 def test_oom_message_names_chunk_free_memory_and_a_size_to_try():
-    from distconv.cuda import oom_message
+    from distconv.backends.cuda import oom_message
 
     msg = oom_message((65536, 65536), np.float32, free=8 * 2**30, total=80 * 2**30)
     assert "(65536, 65536) float32 (16.00 GiB)" in msg and "8.00 GiB free of 80.00 GiB" in msg

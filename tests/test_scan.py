@@ -32,7 +32,7 @@ def reference(a, op, axis, exclusive, dtype=None):
         ref = OPS[op].accumulate(flat, axis=0 if axis is None else axis, dtype=dtype)
     if exclusive:
         ax = 0 if axis is None else axis
-        from distconv.chunk.ops import identity
+        from distconv.core.ops import identity
 
         first = np.full_like(np.take(ref, [0], axis=ax), identity(op, ref.dtype))
         ref = np.concatenate([first, np.take(ref, np.arange(ref.shape[ax] - 1), axis=ax)], axis=ax)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import distconv as dc
-from distconv.stencil import central_coefficients
+from distconv.ops.stencils import central_coefficients
 
 from .helpers import assert_matches
 

@@ -12,7 +12,7 @@ import yaml
 import zarr
 
 import distconv as dc
-from distconv import workflow
+from distconv import batch as workflow
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,7 +85,7 @@ def test_bovw_on_sample_images(tmp_path):
     wf.steps = [("bovw", {"patch": 8, "n_clusters": 8, "image_clusters": 2, "seed": 0})]
     s = workflow.run(wf, progress=False)
     doc = json.loads((Path(s["output"]) / "bovw.json").read_text())
-    from distconv.workflow_bovw import descriptors
+    from distconv.batch.bovw import descriptors
     import skimage.data
 
     sizes = [len(descriptors(getattr(skimage.data, n)(), 8)) for n in ("camera", "coins", "moon")]

@@ -20,7 +20,7 @@ import dask.array as da
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
-from ..chunk.tile import Tile
+from ..core.tile import Tile
 
 
 def merge_thin(sizes: tuple, lo: int, hi: int) -> tuple:

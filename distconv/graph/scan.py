@@ -11,20 +11,21 @@ import dask.array as da
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
-from ..chunk import scan as chunk_scan
+from .. import backends
+from ..core.ops import combine
 
 
 def scan(x: da.Array, op: str, axis: int, exclusive: bool, dtype) -> da.Array:
     meta = x._meta.astype(dtype)
-    scan_fn = partial(chunk_scan.scan, op=op, axis=axis, exclusive=exclusive, dtype=dtype)
+    scan_fn = partial(backends.scan, op=op, axis=axis, exclusive=exclusive, dtype=dtype)
     if x.numblocks[axis] == 1:
         return x.map_blocks(scan_fn, dtype=dtype, meta=meta, name=f"distconv-scan-{tokenize(x, op, axis, exclusive, dtype)}")
     token = tokenize(x, op, axis, exclusive, dtype)
     total_name, carry_name, out_name = (f"distconv-scan-total-{token}", f"distconv-scan-carry-{token}",
                                         f"distconv-scan-{token}")
     totals, carries, outs = {}, {}, {}
-    total_fn = partial(chunk_scan.total, op=op, axis=axis, dtype=dtype)
-    combine_fn = partial(chunk_scan.combine, op)
+    total_fn = partial(backends.reduce, op=op, axes=(axis,), dtype=dtype, keepdims=True)
+    combine_fn = partial(combine, op)
     for index in itertools.product(*(range(k) for k in x.numblocks)):
         i = index[axis]
         key = (x.name,) + index

@@ -111,7 +111,7 @@ def test_scan_carries_across_gpu_chunks_and_variants(cp, rng):
     x = da.from_array(cp.asarray(a), chunks=(20, 700))
     for axis in (0, 1):
         assert_matches(dc.cumsum(x, axis=axis).compute(), np.cumsum(a, axis=axis))
-    from distconv.cuda.scan import scan
+    from distconv.backends.cuda.scan import scan
 
     row = cp.asarray(a[:, :500])
     ref = np.cumsum(a[:, :500], axis=1)

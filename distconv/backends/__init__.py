@@ -1,0 +1,60 @@
+"""Per-block work, one dispatch for every op: a numpy block (or a Tile of numpy blocks) runs
+backends/numpy (scipy/numpy: the CPU path and the test oracle), a cupy block runs
+backends/cuda (launchers of kernels/*.cu). Both backends define every function named in
+FAMILIES with the same signature (a test checks it); neither knows about dask.
+
+cupy is imported only when a cupy block arrives, i.e. on the worker, never at import.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+from ..core.arrays import is_cupy
+
+# family (a module in each backend) -> the per-block functions it provides
+FAMILIES = {
+    "convolve": ("correlate", "correlate_passes"),
+    "scan": ("scan",),
+    "reduce": ("reduce",),
+    "histogram": ("counts", "bincount", "counts2d"),
+    "kmeans": ("assign", "bovw", "partial_sums"),
+    "transpose": ("transpose",),
+}
+
+
+def backend_of(block) -> str:
+    """'cuda' for a cupy block (or a Tile whose centre is one), else 'numpy'."""
+    return "cuda" if is_cupy(getattr(block, "centre", block)) else "numpy"
+
+
+def implementation(family: str, name: str, backend: str):
+    if name not in FAMILIES.get(family, ()):
+        raise KeyError(f"no per-block function {family}.{name}")
+    return getattr(importlib.import_module(f"{__name__}.{backend}.{family}"), name)
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """``family.name`` of whichever backend owns the first argument; picklable, so it can sit
+    in a dask task."""
+
+    family: str
+    name: str
+
+    def __call__(self, block, *args, **kwargs):
+        return implementation(self.family, self.name, backend_of(block))(block, *args, **kwargs)
+
+
+correlate = Dispatch("convolve", "correlate")
+correlate_passes = Dispatch("convolve", "correlate_passes")
+scan = Dispatch("scan", "scan")
+reduce = Dispatch("reduce", "reduce")
+counts = Dispatch("histogram", "counts")
+bincount = Dispatch("histogram", "bincount")
+counts2d = Dispatch("histogram", "counts2d")
+kmeans_assign = Dispatch("kmeans", "assign")
+bovw = Dispatch("kmeans", "bovw")
+partial_sums = Dispatch("kmeans", "partial_sums")
+transpose = Dispatch("transpose", "transpose")

@@ -1,0 +1,184 @@
+"""Launchers for kernels/convolve.cu (cupy blocks)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...core.modes import MODES
+from ...core.tile import Tile
+from . import device_constant, guard_memory, loader
+from .masks import slots_for
+from .tile import axis_groups, dc_tile, group_sizes
+from .types import ctype, scalar
+
+MAX_TILED = 32  # the register-tiled kernel unrolls mask rows/columns up to this size
+
+
+def compute_dtype(dtype) -> np.dtype:
+    """float32 stays float32; everything else is computed in float64 (as scipy does)."""
+    return np.dtype(np.float32) if np.dtype(dtype) == np.float32 else np.dtype(np.float64)
+
+
+def _as_compute(tile: Tile, T) -> Tile:
+    if tile.centre.dtype == T:
+        return tile
+    return Tile(tile.centre.astype(T), tile.halo, {d: p.astype(T) for d, p in tile.pieces.items()})
+
+
+@guard_memory
+def correlate(block, weights: np.ndarray, mode: str, cval: float, origin: tuple):
+    """scipy.ndimage.correlate of the centre of ``block`` (a cupy array or a Tile of them)."""
+    import cupy
+
+    tile = Tile.of(block)
+    dtype = tile.centre.dtype
+    T = compute_dtype(dtype)
+    tile = _as_compute(tile, T)
+    mask_axes = {a for a in range(tile.ndim) if weights.shape[a] > 1}
+    gs = axis_groups(tile, mask_axes)
+    k3 = tuple(weights.shape[g[0]] if len(g) == 1 else 1 for g in gs)
+    offs = tuple(_offset(tile, g, weights.shape, origin) for g in gs)
+    out = cupy.empty(tile.centre.shape, dtype=T)
+    if out.size:
+        src, _keep = dc_tile(tile, gs)
+        launch(src, out, group_sizes(out.shape, gs), offs, np.asarray(weights, dtype=T).reshape(k3),
+               MODES[mode], cval)
+    return _to_dtype(out, dtype)
+
+
+def _to_dtype(out, dtype):
+    """Cast the float result as scipy.ndimage's C code does: truncate, then wrap into the
+    integer type (a GPU float->uint8 conversion would saturate instead)."""
+    if out.dtype == dtype:
+        return out
+    if np.dtype(dtype).kind in "iu":
+        return out.astype(np.int64).astype(dtype)
+    return out.astype(dtype)
+
+
+@guard_memory
+def correlate_passes(block, passes: list, mode: str, cval: float):
+    """Separable passes over ``block`` (a cupy array or a Tile of them). Each pass reads the previous result, still extended along the axes to
+    come, and writes it with its own axis trimmed to the centre; the first pass reads the
+    halo tile itself, so nothing is ever assembled."""
+    import cupy
+
+    tile = Tile.of(block)
+    dtype = tile.centre.dtype
+    T = compute_dtype(dtype)
+    cur = _as_compute(tile, T)
+    fused = _separable2d(cur, passes, mode, cval) if dtype in (np.float32, np.float64) else None
+    if fused is not None:
+        return fused
+    lo_ext = [lo for lo, _ in tile.halo]  # extension still carried at the low end of each axis
+    for i, (axis, w, origin) in enumerate(passes):
+        shape = list(cur.extended_shape)
+        shape[axis] = tile.centre.shape[axis]
+        gs = axis_groups(cur, {axis})
+        k3 = tuple(len(w) if g == [axis] else 1 for g in gs)
+        offs = tuple(lo_ext[axis] - (len(w) // 2 + origin) if g == [axis] else 0 for g in gs)
+        out = cupy.empty(tuple(shape), dtype=T)
+        if out.size:
+            src, _keep = dc_tile(cur, gs)
+            launch(src, out, group_sizes(out.shape, gs), offs, np.asarray(w, dtype=T).reshape(k3),
+                   MODES[mode], cval)
+        if T != dtype and i < len(passes) - 1:  # scipy keeps intermediates in the input dtype
+            out = _to_dtype(out, dtype).astype(T)
+        lo_ext[axis] = 0
+        cur = Tile.of(out)
+    return _to_dtype(cur.centre, dtype)
+
+
+MAX_SEPARABLE = 33
+
+
+def _separable2d(tile: Tile, passes: list, mode: str, cval: float):
+    """Two 1-D passes over the two innermost axis groups as one fused pass, or None."""
+    import cupy
+
+    if len(passes) != 2:
+        return None
+    (a0, w0, o0), (a1, w1, o1) = sorted(passes, key=lambda p: p[0])
+    gs = axis_groups(tile, {a0, a1})
+    if gs[1] != [a0] or gs[2] != [a1] or max(len(w0), len(w1)) > MAX_SEPARABLE:
+        return None
+    if mode == "constant" and not (np.isclose(np.sum(w0), 1, atol=1e-12) and np.isclose(np.sum(w1), 1, atol=1e-12)):
+        return None  # with cval the edges depend on the order of the passes
+    T = tile.centre.dtype
+    out = cupy.empty(tile.centre.shape, dtype=T)
+    if not out.size:
+        return out
+    oD, oH, oW = group_sizes(out.shape, gs)
+    k0, k1 = len(w0), len(w1)
+    offH = tile.halo[a0][0] - (k0 // 2 + o0)
+    offW = tile.halo[a1][0] - (k1 // 2 + o1)
+    mask = np.concatenate([w0, w1]).astype(T)  # <= 66 values: always a constant-memory slot
+    name = loader.template("distconv_separable2d", ctype(T), k0, k1)
+    smem = ((32 + k0 - 1) * (64 + k1 - 1) + (32 + k0 - 1) * 64) * T.itemsize
+    fn = loader.function("convolve", name, smem)
+    src, _keep = dc_tile(tile, gs)
+    grid = (-(-oW // 64), min(-(-oH // 32), 65535), min(oD, 65535))
+    args = (src, out, np.int64(oD), np.int64(oH), np.int64(oW), np.int64(offH), np.int64(offW),
+            np.int32(MODES[mode]), scalar(cval, T))
+    with slots_for(loader.module("convolve", name), T).use(mask) as slot:
+        fn(grid, (32, 8), args + (np.int32(slot),), shared_mem=smem)
+    return out
+
+
+def _offset(tile: Tile, group: list, kshape, origin) -> int:
+    if len(group) != 1:
+        return 0
+    a = group[0]
+    return tile.halo[a][0] - (kshape[a] // 2 + origin[a])
+
+
+def launch(src, out, out3, offs, mask3: np.ndarray, mode: int, cval: float):
+    """Run the best correlate kernel for mask3 (KD, KH, KW) writing out (viewed as out3)."""
+    T = out.dtype
+    KD, KH, KW = mask3.shape
+    mod_args = (src, out, *(np.int64(v) for v in out3), *(np.int64(v) for v in offs), np.int32(KD))
+    tail = (np.int32(mode), scalar(cval, T))
+    oD, oH, oW = out3
+    if KH <= MAX_TILED and KW <= MAX_TILED:
+        big = max(KH, KW) > 16  # wide windows: fewer rows per thread keeps registers unspilled
+        BX, BY, PX, PY = (256, 1, 4, 1) if oH == 1 else (32, 8, 4, 4 if T == np.float32 and not big else 2)
+        vn = 16 // T.itemsize
+        wn = -(-(PX + KW - 1) // vn) * vn
+        smem = (BY * PY + KH - 1) * ((BX - 1) * PX + wn) * T.itemsize
+        grid = (-(-oW // (BX * PX)), min(-(-oH // (BY * PY)), 65535), min(oD, 65535))
+        block = (BX, BY, 1)
+        cmask = mask3.size <= 1024
+        name = loader.template("distconv_correlate_tiled", ctype(T), KH, KW, BX, BY, PX, PY, cmask)
+        args_extra = ()
+    else:
+        cmask = mask3.size <= 1024
+        smem = 0
+        total = oD * oH * oW
+        grid, block = (min(-(-total // 256), 65535 * 16),), (256,)
+        name = loader.template("distconv_correlate_direct", ctype(T), cmask)
+        args_extra = (np.int32(KH), np.int32(KW))
+    fn = loader.function("convolve", name, smem)
+    wdev = device_constant(mask3)
+    if cmask:
+        with slots_for(loader.module("convolve", name), T).use(mask3) as slot:
+            fn(grid, block, mod_args + args_extra + tail + (np.int32(slot), wdev), shared_mem=smem)
+    else:
+        fn(grid, block, mod_args + args_extra + tail + (np.int32(-1), wdev), shared_mem=smem)
+
+
+# Representative instantiations, compiled ahead by the nvcc test (tests/test_kernels_build.py)
+INSTANTIATIONS = [
+    loader.template("distconv_correlate_tiled", t, kh, kw, bx, by, px, py, cm)
+    for t, py in (("float", 4), ("double", 2))
+    for kh, kw in ((3, 3), (5, 5), (9, 9), (1, 31), (9, 1), (3, 4))
+    for bx, by, px, py in ((32, 8, 4, py),)
+    for cm in (True, False)
+] + [
+    loader.template("distconv_correlate_tiled", "float", 1, 31, 256, 1, 4, 1, True),
+    loader.template("distconv_correlate_tiled", "float", 32, 32, 32, 8, 4, 2, True),
+    loader.template("distconv_correlate_direct", "float", True),
+    loader.template("distconv_correlate_direct", "double", False),
+] + [
+    loader.template("distconv_separable2d", t, k0, k1)
+    for t in ("float", "double") for k0, k1 in ((17, 17), (9, 9), (3, 5), (33, 33))
+]

@@ -1,0 +1,94 @@
+"""Kernel sources -> compiled cupy RawModules, lazily, memoized per device.
+
+Sources live in kernels/<pattern>.cu, shipped inside the wheel (distconv/kernels) and found
+beside the package when running from a source tree. ``#include "common.cuh"`` is inlined so
+cupy's compile cache key covers the header. Compilation happens on first use in the process
+that launches (a dask worker), never at import and never in a client without blocks on GPU.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import re
+import threading
+from pathlib import Path
+
+PATTERNS = ("convolve", "scan", "reduce", "histogram", "kmeans", "transpose")
+_INCLUDE = re.compile(r'^#include "([\w.]+)"\s*$', re.M)
+_OPTIONS = ("-std=c++17", "-DNDEBUG")
+
+
+def kernel_dir() -> Path:
+    """Directory holding the .cu/.cuh sources (installed wheel first, then the source tree)."""
+    packaged = importlib.resources.files("distconv") / "kernels"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    tree = Path(__file__).resolve().parents[3] / "kernels"
+    if tree.is_dir():
+        return tree
+    raise FileNotFoundError(f"distconv kernel sources not found in {packaged} or {tree}")
+
+
+@functools.cache
+def source(pattern: str) -> str:
+    """The pattern's CUDA source with its local headers inlined."""
+    if pattern not in PATTERNS:
+        raise ValueError(f"pattern must be one of {PATTERNS}, got {pattern!r}")
+    root = kernel_dir()
+
+    def inline(text: str, seen: set) -> str:
+        def repl(m):
+            name = m.group(1)
+            if name in seen:
+                return ""
+            seen.add(name)
+            return inline((root / name).read_text(), seen)
+
+        return _INCLUDE.sub(repl, text)
+
+    return inline((root / f"{pattern}.cu").read_text(), set())
+
+
+_lock = threading.Lock()
+_modules: dict = {}
+
+
+def module(pattern: str, name_expression: str):
+    """The RawModule holding one kernel instantiation on the current device (compiled once)."""
+    import cupy
+
+    key = (cupy.cuda.runtime.getDevice(), pattern, name_expression)
+    mod = _modules.get(key)
+    if mod is None:
+        with _lock:
+            mod = _modules.get(key)
+            if mod is None:
+                mod = cupy.RawModule(code=source(pattern), options=_OPTIONS,
+                                     name_expressions=[name_expression])
+                mod.compile()
+                _modules[key] = mod
+    return mod
+
+
+def function(pattern: str, name_expression: str, shared_bytes: int = 0):
+    """The compiled kernel, its dynamic shared-memory limit raised when it needs > 48 KiB."""
+    fn = module(pattern, name_expression).get_function(name_expression)
+    if shared_bytes > 48 * 1024 and fn.max_dynamic_shared_size_bytes < shared_bytes:
+        fn.max_dynamic_shared_size_bytes = shared_bytes
+    return fn
+
+
+def template(name: str, *args) -> str:
+    """C++ name expression ``name<a, b, ...>`` from validated Python values (no user text)."""
+    parts = []
+    for a in args:
+        if isinstance(a, bool):
+            parts.append("true" if a else "false")
+        elif isinstance(a, int):
+            parts.append(str(int(a)))
+        elif isinstance(a, str) and re.fullmatch(r"[A-Za-z_][\w ]*", a):
+            parts.append(a)
+        else:
+            raise ValueError(f"bad template argument {a!r}")
+    return f"{name}<{', '.join(parts)}>"

@@ -1,0 +1,33 @@
+"""Correlation of one block or halo tile: scipy.ndimage (the oracle for
+backends/cuda/convolve.py).
+
+``correlate`` takes an N-D mask (the graph layer has already turned convolve into correlate);
+``correlate_passes`` runs 1-D masks along axes in turn (separable filters, correlate1d).
+Both return only the tile's centre: the halos are read, never written, and never padded.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.ndimage as ndi
+
+from ...core.tile import Tile
+
+
+def correlate(block, weights: np.ndarray, mode: str, cval: float, origin: tuple):
+    """scipy.ndimage.correlate of the tile's centre; ``weights`` has the block's ndim."""
+    tile = Tile.of(block)
+    ext = tile.assemble()
+    out = ndi.correlate(ext, weights, mode=mode, cval=cval, origin=list(origin))
+    return out[tile.interior()]
+
+
+def correlate_passes(block, passes: list, mode: str, cval: float):
+    """Apply ``passes`` = [(axis, weights1d, origin), ...] in order, as scipy chains 1-D filters
+    (each intermediate in the input's dtype, as scipy.ndimage.gaussian_filter does)."""
+    tile = Tile.of(block)
+    ext = tile.assemble()
+    for axis, w, origin in passes:
+        ext = ndi.correlate1d(ext, w, axis=axis, mode=mode, cval=cval, origin=origin)
+    return ext[tile.interior()]
+

@@ -1,0 +1,29 @@
+"""Workflow outputs beside the array: the histogram (JSON + PNG)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..core.arrays import to_host
+from ..ops.histograms import histogram
+
+
+def histogram_output(data, spec, client):
+    hist, edges = histogram(data, bins=spec.get("bins", 256), range=spec.get("range"))
+    counts = to_host(hist.compute() if hasattr(hist, "compute") else hist)
+    out = {"bins": len(edges) - 1, "counts": counts.tolist(), "edges": edges.tolist()}
+    if "json" in spec:
+        Path(spec["json"]).parent.mkdir(parents=True, exist_ok=True)
+        Path(spec["json"]).write_text(json.dumps(out))
+    if "png" in spec:
+        from .report import histogram_png
+
+        histogram_png(counts, edges, spec["png"])
+    return {k: spec[k] for k in ("json", "png") if k in spec}
+
+
+def jsonable(obj):
+    return json.loads(json.dumps(obj, default=lambda o: o.tolist() if isinstance(o, np.ndarray) else str(o)))

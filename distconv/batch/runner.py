@@ -1,0 +1,132 @@
+"""Running a checked workflow: claim the output, open the input, chain the steps lazily,
+write each block once (storage-aligned, behind a completion marker), summarize."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ..graph import ownership, storage
+from .inputs import open_input
+from .outputs import histogram_output, jsonable
+from .spec import Workflow, WorkflowError
+from .steps import step_function
+
+
+def preflight(wf: Workflow, overwrite: bool | None = None, resume: bool = False):
+    """Check the output path may be written (before a cluster starts or a byte is written)."""
+    overwrite = wf.overwrite if overwrite is None else overwrite
+    try:
+        ownership.check_target(wf.outputs["path"], overwrite, resume)
+    except ownership.OutputError as e:
+        raise WorkflowError(str(e)) from None
+
+
+def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool = True,
+        resume: bool = False) -> dict:
+    """Run a checked workflow on ``client`` (or the local scheduler); returns the summary."""
+    overwrite = wf.overwrite if overwrite is None else overwrite
+    preflight(wf, overwrite, resume)
+    out_path = Path(wf.outputs["path"])
+    if wf.kind == "bovw":
+        from .bovw import run_bovw
+
+        return run_bovw(wf, client, overwrite)
+    t0 = time.perf_counter()
+    arr, src = open_input(wf, _use_gpu(wf, client))
+    for op, params in wf.steps:
+        arr = step_function(op, hasattr(arr, "dims"))(arr, **params)
+    data = arr.data if hasattr(arr, "dims") else arr
+    attrs = {"distconv": {"workflow": wf.name, "steps": [[o, jsonable(p)] for o, p in wf.steps]}}
+    if hasattr(arr, "dims"):
+        attrs.update({"dims": list(arr.dims), **{k: jsonable(v) for k, v in arr.attrs.items()}})
+    storage_chunks = wf.outputs.get("chunks") or src["storage"]
+    job = storage.store(data, str(out_path), storage_chunks=storage_chunks,
+                        codec=wf.outputs.get("codec", "zstd"), overwrite=overwrite and not resume,
+                        attrs=attrs, resume=resume)
+    step_seconds = _compute(job, client, progress)
+    storage.finish(str(out_path))
+    ownership.mark_complete(str(out_path), {"workflow": wf.name})
+    seconds = time.perf_counter() - t0
+    summary = {"workflow": wf.name, "input": wf.input["path"], "output": str(out_path),
+               "shape": list(data.shape), "dtype": str(data.dtype), "steps": [o for o, _ in wf.steps],
+               "bytes_in": src["nbytes"], "bytes_out": data.nbytes, "seconds": round(seconds, 3),
+               "GBps": round(src["nbytes"] / seconds / 1e9, 3), "gpu_memory_peak": _gpu_peak(client),
+               "step_seconds": step_seconds}
+    if "histogram" in wf.outputs:
+        summary["histogram"] = histogram_output(data, wf.outputs["histogram"], client)
+    if wf.report:
+        from .report import write_report
+
+        summary["report"] = write_report(wf, summary, src["array"], str(out_path))
+    return summary
+
+
+def _compute(job, client, progress) -> dict:
+    """Run the job; returns busy seconds per task prefix (the steps, as the dashboard names
+    them: distconv-gaussian, distconv-correlate, distconv-store, ...) when on a cluster."""
+    if client is None:
+        import dask
+
+        dask.compute(job)
+        return {}
+    from dask.utils import key_split
+    from distributed import get_task_stream
+
+    with get_task_stream(client) as ts:
+        fut = client.compute(job)
+        if progress:
+            from distributed import progress as show
+
+            show(fut)
+            print()
+        fut.result()
+    busy: dict = {}
+    for task in ts.data:
+        prefix = key_split(task["key"])
+        for s in task.get("startstops", ()):
+            if s["action"] == "compute":
+                busy[prefix] = busy.get(prefix, 0.0) + s["stop"] - s["start"]
+    return {k: round(v, 3) for k, v in sorted(busy.items(), key=lambda kv: -kv[1])}
+
+
+def _gpu_peak(client):
+    """Largest cupy memory-pool footprint over the workers (bytes), None without GPUs."""
+    if client is None:
+        return None
+
+    def peak():
+        try:
+            import cupy
+
+            return int(cupy.get_default_memory_pool().total_bytes())
+        except Exception:  # noqa: BLE001 - no cupy or no GPU on this worker
+            return None
+
+    vals = [v for v in client.run(peak).values() if v is not None]
+    return max(vals) if vals else None
+
+
+def _use_gpu(wf: Workflow, client) -> bool:
+    """GPU blocks when every worker (or this process, without a client) has a GPU and cupy."""
+    if wf.device == "cpu":
+        return False
+    from ..backends.devices import gpu_count, gpu_stack_available
+
+    def probe():
+        return bool(gpu_count()) and gpu_stack_available()
+
+    gpus = all(client.run(probe).values()) if client is not None else probe()
+    if wf.device == "gpu" and not gpus:
+        raise WorkflowError("device: gpu asked for, but the workers have no GPU with cupy and dask-cuda")
+    return gpus
+
+
+def format_summary(s: dict) -> str:
+    peak = "" if s.get("gpu_memory_peak") is None else f", GPU memory peak {s['gpu_memory_peak'] / 2**30:.2f} GiB"
+    steps = "".join(f"\n  {k}: {v:.3f} s busy" for k, v in (s.get("step_seconds") or {}).items())
+    if "shape" not in s:
+        return f"{s['workflow']}: {s.get('text', '')} -> {s['output']}"
+    return (f"{s['workflow']}: {' -> '.join(s['steps'])} on {tuple(s['shape'])} {s['dtype']}: "
+            f"{s['bytes_in'] / 1e9:.3f} GB in, {s['bytes_out'] / 1e9:.3f} GB out, "
+            f"{s['seconds']:.2f} s, {s['GBps']:.3f} GB/s{peak} -> {s['output']}{steps}")

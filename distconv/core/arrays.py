@@ -1,0 +1,39 @@
+"""Array kinds without importing cupy, dask or xarray: what a value is and where it lives."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def is_cupy(a) -> bool:
+    """True for cupy arrays, without importing cupy."""
+    return type(a).__module__.split(".")[0] == "cupy"
+
+
+def array_kind(x) -> str:
+    """'xarray', 'dask', 'cupy' or 'numpy' (without importing any of them)."""
+    mod = type(x).__module__.split(".")[0]
+    if mod in ("xarray", "dask"):
+        return mod
+    return "cupy" if is_cupy(x) else "numpy"
+
+
+def array_module(a):
+    """numpy or cupy, whichever owns ``a``."""
+    if is_cupy(a):
+        import cupy
+
+        return cupy
+    return np
+
+
+def to_host(a) -> np.ndarray:
+    return a.get() if is_cupy(a) else np.asarray(a)
+
+
+def on_data(x, fn):
+    """``fn`` applied to a DataArray's data (shape-preserving; dims, coords, attrs kept), or to
+    the array itself."""
+    if array_kind(x) == "xarray":
+        return x.copy(data=fn(x.data))
+    return fn(x)

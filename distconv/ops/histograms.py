@@ -1,0 +1,196 @@
+"""Public histograms: numpy semantics (edges, closed last bin, dropped out-of-range values,
+numpy's errors), on numpy, cupy, dask and xarray inputs."""
+
+from __future__ import annotations
+
+import operator
+from functools import partial
+
+import numpy as np
+
+from .. import backends
+from ..core import checks
+from ..core.arrays import to_host
+from .reductions import max as _max
+from .reductions import min as _min
+
+
+def _data(x, name="x"):
+    x = checks.as_array(x, name)
+    return x.data if checks.array_kind(x) == "xarray" else x
+
+
+def _check_weights(weights, x, name="weights"):
+    if weights is None:
+        return None
+    w = _data(weights, name)
+    if tuple(w.shape) != tuple(x.shape):
+        raise ValueError(f"{name} must have the shape of x {tuple(x.shape)}, got {tuple(w.shape)}")
+    return w
+
+
+def _finite_range(x):
+    """numpy's autodetected range: (min, max) of the data, refused when not finite."""
+    if x.size == 0:
+        return 0, 1
+    lo, hi = _min(x), _max(x)
+    if checks.array_kind(x) == "dask":
+        import dask
+
+        lo, hi = dask.compute(lo, hi)
+    lo, hi = to_host(lo)[()], to_host(hi)[()]  # numpy scalars of the data's dtype, as numpy uses
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise ValueError(f"autodetected range of [{lo}, {hi}] is not finite")
+    return lo, hi
+
+
+def bin_edges(x, bins=10, range=None):  # noqa: A002 - numpy's name
+    """The edges numpy.histogram would use for ``x`` (a first min/max pass when needed)."""
+    if isinstance(bins, str):
+        raise ValueError(f"bins must be a positive integer or an array of edges, got {bins!r}")
+    if np.ndim(bins) == 0:
+        try:
+            n = operator.index(bins)
+        except TypeError:
+            raise TypeError(f"bins must be an integer or an array of edges, got {bins!r}") from None
+        if n < 1:
+            raise ValueError(f"bins must be a positive integer, got {bins}")
+        if range is not None:
+            lo, hi = _check_range(range)
+        else:
+            lo, hi = _finite_range(x)
+        return np.histogram_bin_edges(np.empty(0, dtype=x.dtype), n, range=(lo, hi)), True
+    edges = to_host(bins) if hasattr(bins, "get") else np.asarray(bins)
+    if edges.ndim != 1 or edges.size < 2:
+        raise ValueError(f"bins as edges must be 1-D with at least 2 values, got shape {edges.shape}")
+    if np.any(edges[:-1] > edges[1:]):
+        raise ValueError("`bins` must increase monotonically, when an array")
+    return edges, False
+
+
+def _check_range(range):  # noqa: A002
+    try:
+        lo, hi = (float(v) for v in range)
+    except (TypeError, ValueError):
+        raise ValueError(f"range must be a pair (min, max), got {range!r}") from None
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise ValueError(f"supplied range of [{lo}, {hi}] is not finite")
+    if lo > hi:
+        raise ValueError(f"max must be larger than min in range parameter, got {range!r}")
+    return lo, hi
+
+
+def _edge_dtype(x_dtype, edges):
+    e = np.result_type(x_dtype, edges.dtype)
+    return edges.astype(np.float32 if e == np.float32 else np.float64)
+
+
+def _counts(func, arrays, shape, weighted):
+    """Run ``func`` per chunk and merge (dask), or once (numpy/cupy)."""
+    x = arrays[0]
+    if checks.array_kind(x) == "dask":
+        from ..graph import merge
+
+        rest = merge.unify(x, *[merge.as_dask_like(x, a) for a in arrays[1:]])
+        parts = merge.per_chunk(func, [x, *rest], shape, np.float64 if weighted else np.int64)
+        return merge.merge(parts)
+    return func(*arrays)
+
+
+def histogram(x, bins=10, range=None, weights=None, density=False):  # noqa: A002
+    """numpy.histogram: returns (hist, edges). dask in -> lazy hist, numpy edges.
+
+    Integer counts are exact and deterministic; weighted sums accumulate in float64 (on the
+    GPU with atomics, so their last bits may vary between runs) and come back in the weights'
+    dtype, as numpy's do.
+    """
+    x = _data(x)
+    w = _check_weights(weights, x)
+    edges, uniform = bin_edges(x, bins, range)
+    e = _edge_dtype(x.dtype, edges)
+    fn = partial(_hist_block, edges=e, uniform=uniform)
+    arrays = [x] if w is None else [x, w]
+    hist = _counts(fn, arrays, (len(e) - 1,), w is not None)
+    if w is not None and w.dtype.kind in "fiu":
+        hist = hist.astype(w.dtype if w.dtype.kind == "f" else np.result_type(w.dtype, np.float64))
+    if density:
+        db = np.diff(edges).astype(np.float64)
+        hist = hist / db / hist.sum()
+    return hist, edges
+
+
+def _hist_block(xb, wb=None, *, edges, uniform):
+    return backends.counts(xb, edges, uniform, wb)
+
+
+def bincount(x, weights=None, minlength=0):
+    """numpy.bincount of non-negative integers (a first max pass sizes the output)."""
+    x = _data(x)
+    if x.ndim != 1:
+        raise ValueError(f"x must be 1-D for bincount, got {x.ndim} dimensions")
+    if x.dtype.kind not in "iub":
+        raise TypeError(f"x must hold integers for bincount, got dtype {x.dtype}")
+    minlength = operator.index(minlength)
+    if minlength < 0:
+        raise ValueError(f"minlength must not be negative, got {minlength}")
+    w = _check_weights(weights, x)
+    nbins = minlength
+    if x.size:
+        lo, hi = _finite_range(x)
+        if lo < 0:
+            raise ValueError(f"x must have no negative elements for bincount, found {lo}")
+        nbins = nbins if nbins > int(hi) else int(hi) + 1
+    fn = partial(_bincount_block, nbins=nbins)
+    return _counts(fn, [x] if w is None else [x, w], (nbins,), w is not None)
+
+
+
+def _bincount_block(xb, wb=None, *, nbins):
+    return backends.bincount(xb, nbins, wb)
+
+
+def histogram2d(x, y, bins=10, range=None, weights=None, density=False):  # noqa: A002
+    """numpy.histogram2d: returns (H, xedges, yedges); H is float64 as numpy's."""
+    x, y = _data(x, "x"), _data(y, "y")
+    if x.ndim != 1 or y.ndim != 1 or x.shape != y.shape:
+        raise ValueError(f"x and y must be 1-D of one length, got shapes {x.shape} and {y.shape}")
+    w = _check_weights(weights, x)
+    try:  # numpy's reading of bins: an int, a pair (ints or edge arrays), or one edge array
+        count = len(bins)
+    except TypeError:
+        count = 1
+    if count == 1:
+        nb = (bins, bins) if np.ndim(bins) == 0 else (bins[0], bins[0])
+    elif count == 2:
+        nb = tuple(bins)
+    else:
+        nb = (np.asarray(bins), np.asarray(bins))
+    rng = (None, None) if range is None else tuple(range)
+    if len(rng) != 2:
+        raise ValueError(f"range must be a pair of (min, max) pairs, got {range!r}")
+    edges = []
+    for data, b, r in zip((x, y), nb, rng):
+        if np.ndim(b) == 0:
+            n = operator.index(b)
+            if n < 1:
+                raise ValueError(f"bins must be positive integers, got {bins!r}")
+            lo, hi = _check_range(r) if r is not None else _finite_range(data)
+            if lo == hi:
+                lo, hi = lo - 0.5, hi + 0.5
+            edges.append(np.linspace(lo, hi, n + 1))
+        else:
+            e = np.asarray(b, dtype=np.float64)
+            if e.ndim != 1 or e.size < 2 or np.any(np.diff(e) < 0):
+                raise ValueError("`bins` must be monotonically increasing, when an array")
+            edges.append(e)
+    fn = partial(_hist2d_block, xedges=edges[0], yedges=edges[1])
+    shape = (len(edges[0]) - 1, len(edges[1]) - 1)
+    arrays = [x, y] if w is None else [x, y, w]
+    hist = _counts(fn, arrays, shape, w is not None).astype(np.float64)
+    if density:
+        hist = hist / np.diff(edges[0])[:, None] / np.diff(edges[1])[None, :] / hist.sum()
+    return hist, edges[0], edges[1]
+
+
+def _hist2d_block(xb, yb, wb=None, *, xedges, yedges):
+    return backends.counts2d(xb, yb, xedges, yedges, wb)

@@ -1,0 +1,183 @@
+"""Every op on an xarray DataArray by dimension names instead of axes: dims, coords, attrs and
+name kept; lazy on dask-backed data, on the GPU for cupy-backed data. The accessors
+(distconv/xarray.py) and workflow steps on datasets call these through the registry."""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from . import filters, histograms, scans, stencils
+
+
+def _axis(da: xr.DataArray, dim: str, name: str = "dim") -> int:
+    if dim not in da.dims:
+        raise ValueError(f"{name} {dim!r} is not a dimension of this array; dims are {da.dims}")
+    return da.dims.index(dim)
+
+
+def _spacing(da: xr.DataArray, dim: str, accuracy: int, order: int):
+    """Uniform spacing from the coordinate (fast path), or None when it is non-uniform."""
+    if dim not in da.coords:
+        raise ValueError(f"dimension {dim!r} has no coordinate to take the spacing from; pass spacing")
+    c = np.asarray(da[dim].values, dtype=np.float64)
+    if c.size < 2:
+        return 1.0
+    d = np.diff(c)
+    if not (np.all(d > 0) or np.all(d < 0)):
+        raise ValueError(f"coordinate {dim!r} is not monotonic")
+    if np.allclose(d, d[0], rtol=1e-9, atol=0):
+        return float(d[0])
+    if accuracy > 2 or order > 1:
+        raise ValueError(f"coordinate {dim!r} is non-uniform: only order=1, accuracy=2 "
+                         f"(numpy.gradient's second-order differences) are available, got "
+                         f"order={order}, accuracy={accuracy}")
+    return None
+
+
+def _full_mask(obj, weights, dims):
+    """An N-D mask from one over ``dims`` (size 1 along the other dims), in the array's order."""
+    w = np.asarray(weights, dtype=np.float64)
+    dims = list(dims)
+    if w.ndim != len(dims):
+        raise ValueError(f"weights have {w.ndim} dimensions but dims names {len(dims)}: {dims}")
+    axes = [_axis(obj, d, "dims entry") for d in dims]
+    order = np.argsort(axes)
+    w = np.transpose(w, order)
+    shape = [1] * obj.ndim
+    for ax, k in zip(sorted(axes), w.shape):
+        shape[ax] = k
+    return w.reshape(shape), sorted(axes)
+
+
+def correlate(obj, weights, dims, mode="reflect", cval=0.0):
+    w, _ = _full_mask(obj, weights, dims)
+    return filters.correlate(obj, w, mode=mode, cval=cval)
+
+
+def convolve(obj, weights, dims, mode="reflect", cval=0.0):
+    w, _ = _full_mask(obj, weights, dims)
+    return filters.convolve(obj, w, mode=mode, cval=cval)
+
+
+def correlate1d(obj, weights, dim, mode="reflect", cval=0.0, origin=0):
+    return filters.correlate1d(obj, weights, _axis(obj, dim), mode, cval, origin)
+
+
+def convolve1d(obj, weights, dim, mode="reflect", cval=0.0, origin=0):
+    return filters.convolve1d(obj, weights, _axis(obj, dim), mode, cval, origin)
+
+
+def gaussian_filter(obj, sigma, order=0, mode="reflect", cval=0.0, truncate=4.0):
+    """``sigma``: one value for every dim, or {dim: sigma} (other dims untouched)."""
+    if isinstance(sigma, dict):
+        for d in sigma:
+            _axis(obj, d, "sigma key")
+        sigma = [float(sigma.get(d, 0.0)) for d in obj.dims]
+    if isinstance(order, dict):
+        order = [int(order.get(d, 0)) for d in obj.dims]
+    return filters.gaussian_filter(obj, sigma, order, mode, cval, truncate)
+
+
+def derivative(obj, dim, order=1, accuracy=2, spacing=None, mode="nearest"):
+    """d^order/d dim^order; spacing from the coordinate unless given."""
+    ax = _axis(obj, dim)
+    h = spacing if spacing is not None else _spacing(obj, dim, accuracy, order)
+    if h is None:  # non-uniform coordinate: numpy.gradient's scheme (one-sided at the edges)
+        return obj.differentiate(dim)
+    return stencils.derivative(obj, ax, order, accuracy, h, mode)
+
+
+def laplace(obj, dims=None, accuracy=2, spacing=None, mode="nearest"):
+    """Laplacian over ``dims`` (default: all), spacings from the coordinates unless given."""
+    dims = list(obj.dims if dims is None else dims)
+    for d in dims:
+        _axis(obj, d, "dims entry")
+    if set(dims) != set(obj.dims):
+        return sum(derivative(obj, d, 2, accuracy, None if spacing is None else spacing, mode) for d in dims)
+    hs = spacing if spacing is not None else [_spacing(obj, d, accuracy, 2) for d in dims]
+    if np.ndim(hs) and dims != list(obj.dims):
+        hs = [hs[dims.index(d)] for d in obj.dims]
+    return stencils.laplace(obj, accuracy, hs, mode)
+
+
+def scan(obj, dim, op="add", exclusive=False, dtype=None):
+    return scans.scan(obj, op, _axis(obj, dim), exclusive, dtype)
+
+
+def cumsum(obj, dim, dtype=None):
+    return scan(obj, dim, "add", dtype=dtype)
+
+
+def cumprod(obj, dim, dtype=None):
+    return scan(obj, dim, "mul", dtype=dtype)
+
+
+def cummin(obj, dim):
+    return scan(obj, dim, "min")
+
+
+def cummax(obj, dim):
+    return scan(obj, dim, "max")
+
+
+def histogram(obj, bins=10, range=None, weights=None, density=False, dims=None):  # noqa: A002
+    """Histogram over ``dims`` (default: all) -> DataArray on dim 'bin' (plus the other
+    dims), with bin centres and edges as coordinates."""
+    dims = list(obj.dims if dims is None else dims)
+    for d in dims:
+        _axis(obj, d, "dims entry")
+    w = None if weights is None else (weights.data if isinstance(weights, xr.DataArray) else weights)
+    if set(dims) == set(obj.dims):
+        counts, edges = histograms.histogram(obj.data, bins, range, w, density)
+        return _hist_array(counts, edges, obj)
+    if range is None and np.ndim(bins) == 0:  # one set of edges for every slice
+        _, edges = histograms.histogram(obj.data, bins, None)
+        bins = edges
+    keep = [d for d in obj.dims if d not in dims]
+    stacked = obj.transpose(*keep, *dims).stack(_dc_keep=keep)
+    parts = [histograms.histogram(stacked.isel(_dc_keep=i).data, bins, range, None, density)
+             for i in np.arange(stacked.sizes["_dc_keep"])]  # (range is an argument here)
+    import dask.array as dsa
+
+    data = dsa.stack([dsa.asarray(p[0]) for p in parts]) if parts else None
+    out = xr.DataArray(data, dims=("_dc_keep", "bin"), coords={"_dc_keep": stacked["_dc_keep"]})
+    out = _with_bin_coords(out, parts[0][1]).unstack("_dc_keep")
+    return out.transpose(*keep, "bin")
+
+
+def _with_bin_coords(out, edges):
+    return out.assign_coords(bin=0.5 * (edges[:-1] + edges[1:]), bin_left=("bin", edges[:-1]),
+                             bin_right=("bin", edges[1:]))
+
+
+def _hist_array(counts, edges, obj):
+    out = xr.DataArray(counts, dims=("bin",), name=f"{obj.name}_histogram" if obj.name else "histogram",
+                       attrs=dict(obj.attrs))
+    return _with_bin_coords(out, edges)
+
+
+def _dims_of_call(func, args, kwargs) -> list:
+    """The dims a call names (dim, dims or the keys of a per-dim sigma); [] = every dim."""
+    import inspect
+
+    bound = inspect.signature(func).bind(None, *args, **kwargs).arguments
+    if "dim" in bound:
+        return [bound["dim"]]
+    if bound.get("dims") is not None:
+        return [bound["dims"]] if isinstance(bound["dims"], str) else list(bound["dims"])
+    if isinstance(bound.get("sigma"), dict):
+        return list(bound["sigma"])
+    return []
+
+
+def on_dataset(ds: xr.Dataset, func, *args, **kwargs) -> xr.Dataset:
+    """``func`` (one of the functions above) on each data variable having every dim the call
+    names; the other variables pass through unchanged."""
+    dims = _dims_of_call(func, args, kwargs)
+    for d in dims:
+        if d not in ds.dims:
+            raise ValueError(f"dim {d!r} is not a dimension of this dataset; dims are {tuple(ds.dims)}")
+    out = {name: func(var, *args, **kwargs) if all(d in var.dims for d in dims) else var
+           for name, var in ds.data_vars.items()}
+    return ds.assign(out)
