@@ -21,6 +21,7 @@ FAMILIES = {
     "histogram": ("counts", "bincount", "counts2d"),
     "kmeans": ("assign", "bovw", "partial_sums"),
     "transpose": ("transpose",),
+    "zstd": ("encode_frames", "decode_frames"),
 }
 
 
@@ -58,3 +59,4 @@ kmeans_assign = Dispatch("kmeans", "assign")
 bovw = Dispatch("kmeans", "bovw")
 partial_sums = Dispatch("kmeans", "partial_sums")
 transpose = Dispatch("transpose", "transpose")
+encode_frames = Dispatch("zstd", "encode_frames")

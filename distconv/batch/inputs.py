@@ -12,7 +12,8 @@ from ..graph import storage
 from .spec import Workflow, WorkflowError
 
 
-def open_input(wf: Workflow, gpu: bool):
+def ensure_input(wf: Workflow):
+    """Write the synthetic input when it is asked for and missing; refuse a missing input."""
     inp = wf.input
     if not Path(inp["path"]).exists():
         if "synthetic" not in inp:
@@ -23,6 +24,12 @@ def open_input(wf: Workflow, gpu: bool):
                                  s.get("dtype", "float32"), s.get("seed", 0))
         else:
             synthetic(inp["path"], s["shape"], s["chunks"], s.get("dtype", "float32"), s.get("seed", 0))
+
+
+def open_input(wf: Workflow, gpu: bool):
+    """The input as a planned dask array (or DataArray), with its storage chunks and size."""
+    inp = wf.input
+    ensure_input(wf)
     if "variable" in inp:
         import xarray as xr
 

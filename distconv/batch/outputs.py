@@ -12,8 +12,13 @@ from ..ops.histograms import histogram
 
 
 def histogram_output(data, spec, client):
+    """The histogram of ``data`` (numpy semantics) written as the spec asks."""
     hist, edges = histogram(data, bins=spec.get("bins", 256), range=spec.get("range"))
-    counts = to_host(hist.compute() if hasattr(hist, "compute") else hist)
+    return write_histogram(to_host(hist.compute() if hasattr(hist, "compute") else hist), edges, spec)
+
+
+def write_histogram(counts, edges, spec) -> dict:
+    """JSON (counts, edges) and PNG where the spec names them; returns those paths."""
     out = {"bins": len(edges) - 1, "counts": counts.tolist(), "edges": edges.tolist()}
     if "json" in spec:
         Path(spec["json"]).parent.mkdir(parents=True, exist_ok=True)

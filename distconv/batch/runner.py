@@ -6,9 +6,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ..graph import ownership, storage
-from .inputs import open_input
-from .outputs import histogram_output, jsonable
+from ..graph import ownership, storage, storage_job
+from . import direct
+from .inputs import ensure_input, open_input
+from .outputs import histogram_output, jsonable, write_histogram
 from .spec import Workflow, WorkflowError
 from .steps import step_function
 
@@ -33,7 +34,13 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
 
         return run_bovw(wf, client, overwrite)
     t0 = time.perf_counter()
-    arr, src = open_input(wf, _use_gpu(wf, client))
+    gpu = _use_gpu(wf, client)
+    if direct.why_not(wf) is None:
+        ensure_input(wf)
+        summary = _run_direct(wf, client, gpu, overwrite, resume, progress, t0)
+        if summary is not None:
+            return summary
+    arr, src = open_input(wf, gpu)
     for op, params in wf.steps:
         arr = step_function(op, hasattr(arr, "dims"))(arr, **params)
     data = arr.data if hasattr(arr, "dims") else arr
@@ -44,7 +51,7 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     job = storage.store(data, str(out_path), storage_chunks=storage_chunks,
                         codec=wf.outputs.get("codec", "zstd"), overwrite=overwrite and not resume,
                         attrs=attrs, resume=resume)
-    step_seconds = _compute(job, client, progress)
+    step_seconds, _ = _compute(job, client, progress)
     storage.finish(str(out_path))
     ownership.mark_complete(str(out_path), {"workflow": wf.name})
     seconds = time.perf_counter() - t0
@@ -62,14 +69,49 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     return summary
 
 
-def _compute(job, client, progress) -> dict:
+def _run_direct(wf, client, gpu, overwrite, resume, progress, t0):
+    """Zarr -> fused chain -> sharded Zarr, one task per block; None when the chain's modes
+    rule the direct path out."""
+    import zarr
+
+    src = zarr.open_array(wf.input["path"], mode="r")
+    planned = direct.plan(wf, gpu, src.ndim, src.dtype, src.shape, src.chunks)
+    if planned is None:
+        return None
+    job, edges = planned
+    out_path = wf.outputs["path"]
+    resuming = ownership.claim(out_path, overwrite, resume)
+    attrs = {"distconv": {"workflow": wf.name, "steps": [[o, jsonable(p)] for o, p in wf.steps]}}
+    if not (resuming and Path(out_path, "zarr.json").exists()):
+        storage_job.create_output(out_path, src.shape, src.dtype, job.layout, attrs)
+    tasks, counts = storage_job.graph(job, job.stencil.name)
+    step_seconds, results = _compute([tasks, counts], client, progress)
+    storage.finish(out_path)
+    ownership.mark_complete(out_path, {"workflow": wf.name})
+    seconds = time.perf_counter() - t0
+    nbytes = src.nbytes
+    summary = {"workflow": wf.name, "input": wf.input["path"], "output": out_path,
+               "shape": list(src.shape), "dtype": str(src.dtype), "steps": [o for o, _ in wf.steps],
+               "bytes_in": nbytes, "bytes_out": nbytes, "seconds": round(seconds, 3),
+               "GBps": round(nbytes / seconds / 1e9, 3), "gpu_memory_peak": _gpu_peak(client),
+               "step_seconds": step_seconds, "path": "direct"}
+    if edges is not None:
+        summary["histogram"] = write_histogram(results[1], edges, wf.outputs["histogram"])
+    if wf.report:
+        from .report import write_report
+
+        summary["report"] = write_report(wf, summary, storage.open_array(wf.input["path"]), out_path)
+    return summary
+
+
+def _compute(job, client, progress) -> tuple[dict, object]:
     """Run the job; returns busy seconds per task prefix (the steps, as the dashboard names
-    them: distconv-gaussian, distconv-correlate, distconv-store, ...) when on a cluster."""
+    them: distconv-gaussian, distconv-correlate, distconv-store, ...) when on a cluster, and
+    the computed results."""
     if client is None:
         import dask
 
-        dask.compute(job)
-        return {}
+        return {}, dask.compute(job)[0]
     from dask.utils import key_split
     from distributed import get_task_stream
 
@@ -80,14 +122,14 @@ def _compute(job, client, progress) -> dict:
 
             show(fut)
             print()
-        fut.result()
+        results = client.gather(fut)
     busy: dict = {}
     for task in ts.data:
         prefix = key_split(task["key"])
         for s in task.get("startstops", ()):
             if s["action"] == "compute":
                 busy[prefix] = busy.get(prefix, 0.0) + s["stop"] - s["start"]
-    return {k: round(v, 3) for k, v in sorted(busy.items(), key=lambda kv: -kv[1])}
+    return {k: round(v, 3) for k, v in sorted(busy.items(), key=lambda kv: -kv[1])}, results
 
 
 def _gpu_peak(client):

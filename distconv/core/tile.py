@@ -21,6 +21,7 @@ class Tile:
     centre: object
     halo: tuple = ()
     pieces: dict = field(default_factory=dict)
+    whole: object = None    # the extended array, when the pieces are views of one buffer
 
     @classmethod
     def of(cls, block) -> "Tile":
@@ -28,6 +29,20 @@ class Tile:
         if isinstance(block, Tile):
             return block
         return cls(block, ((0, 0),) * block.ndim, {})
+
+    @classmethod
+    def extended(cls, ext, halo: tuple) -> "Tile":
+        """A tile over one extended array holding ``halo`` around its centre: every piece is a
+        view of ``ext`` (no copies); a halo of 0 marks a global edge."""
+        halo = tuple((int(lo), int(hi)) for lo, hi in halo)
+        interior = tuple(slice(lo, n - hi) for (lo, hi), n in zip(halo, ext.shape))
+        tile = cls(ext[interior], halo, {}, ext)
+        for d in tile.directions():
+            if any(d):
+                sl = tuple(slice(0, lo) if di < 0 else slice(n - hi, n) if di > 0 else c
+                           for di, (lo, hi), n, c in zip(d, halo, ext.shape, interior))
+                tile.pieces[d] = ext[sl]
+        return tile
 
     @property
     def ndim(self) -> int:
@@ -55,6 +70,8 @@ class Tile:
 
     def assemble(self):
         """The extended array as one contiguous block (the numpy path; costs a copy)."""
+        if self.whole is not None:
+            return self.whole
         if not self.pieces:
             return self.centre
         xp = array_module(self.centre)

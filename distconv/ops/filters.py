@@ -12,9 +12,13 @@ from .. import backends
 from ..core import checks
 from ..core.arrays import on_data
 from ..core.modes import canonical_mode
+from ..core.stencil import Probe, Stencil, identity_stencil
 
 
 def _filter(x, func, depth: tuple, mode: str, name: str, allow_rechunk: bool):
+    if isinstance(x, Probe):  # planning: the checked stencil, nothing run
+        return Stencil(func, tuple(depth), mode, name)
+
     def run(data):
         if checks.array_kind(data) == "dask":
             from ..graph.halo import map_halo
@@ -135,5 +139,16 @@ def gaussian_filter(x, sigma, order=0, mode="reflect", cval=0.0, truncate=4.0, *
             raise ValueError(f"radius must be >= 0, got {radius!r}")
         passes.append((ax, gaussian_kernel1d(s, o, r), 0))
     if not passes:
+        if isinstance(x, Probe):
+            return identity_stencil(x.ndim, mode, "distconv-gaussian")
         return on_data(x, lambda d: d.copy())
     return _passes_filter(x, passes, mode, cval, "distconv-gaussian", allow_rechunk)
+
+
+def stencil_of(op, ndim: int, dtype, *args, **params) -> Stencil:
+    """The Stencil that ``op(x, *args, **params)`` would run on an array of ``ndim`` and
+    ``dtype`` (every argument checked as in a real call), for fused chains and storage jobs."""
+    st = op(Probe.like(ndim, dtype), *args, **params)
+    if not isinstance(st, Stencil):
+        raise TypeError(f"{getattr(op, '__name__', op)!r} is not a stencil op")
+    return st

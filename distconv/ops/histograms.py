@@ -85,6 +85,16 @@ def _edge_dtype(x_dtype, edges):
     return edges.astype(np.float32 if e == np.float32 else np.float64)
 
 
+def planned_edges(dtype, bins, range):  # noqa: A002
+    """(numpy's edges, the edges the kernels bin with, uniform?) for data of ``dtype`` when the
+    edges are known without looking at the data (an explicit range, or explicit edges)."""
+    if np.ndim(bins) == 0 and range is None:
+        raise ValueError("a histogram planned before the data is read needs 'range'")
+    probe = np.empty(0, dtype=dtype)
+    edges, uniform = bin_edges(probe, bins, range)
+    return edges, _edge_dtype(np.dtype(dtype), edges), uniform
+
+
 def _counts(func, arrays, shape, weighted):
     """Run ``func`` per chunk and merge (dask), or once (numpy/cupy)."""
     x = arrays[0]

@@ -15,6 +15,7 @@ class Op:
     func: Callable                    # on numpy, cupy, dask or xarray arrays (axes)
     named: Callable | None = None     # on a DataArray by dim names (the accessors)
     step: bool = False                # a shape-preserving workflow step
+    stencil: bool = False             # plans to a Stencil (filters.stencil_of): fusable
 
 
 def _ops():
@@ -22,7 +23,7 @@ def _ops():
              (filters, "convolve1d"), (filters, "gaussian_filter"), (stencils, "derivative"),
              (stencils, "laplace"), (scans, "scan"), (scans, "cumsum"), (scans, "cumprod"),
              (scans, "cummin"), (scans, "cummax")]
-    out = [Op(n, getattr(m, n), getattr(named, n), True) for m, n in steps]
+    out = [Op(n, getattr(m, n), getattr(named, n), True, m in (filters, stencils)) for m, n in steps]
     out.append(Op("histogram", histograms.histogram, named.histogram))
     for m, names in [(reductions, ("reduce", "sum", "prod", "min", "max", "mean")),
                      (histograms, ("bincount", "histogram2d")),

@@ -1,0 +1,60 @@
+"""The direct path of a workflow: Zarr in -> the fused stencil chain -> sharded Zarr out, one
+task per block (graph.storage_job). Taken when the input is a local Zarr array, every step is
+a stencil (filters, derivative, laplace) with a boundary mode other than wrap, and the
+output is zstd (or uncompressed); otherwise the general dask path runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..core.stencil import chain
+from ..graph import storage, storage_job
+from ..graph.shards import Layout, inner_shape
+from ..ops.filters import stencil_of
+from ..ops.histograms import planned_edges
+from ..ops.registry import OPS
+from .spec import Workflow
+
+
+def why_not(wf: Workflow) -> str | None:
+    """None when the direct path applies, else the reason it does not."""
+    inp = wf.input
+    if wf.kind != "array" or "variable" in inp:
+        return "the input is a dataset variable"
+    if inp.get("region"):
+        return "input.region is set"
+    if wf.chunks != "auto":
+        return "chunks are given explicitly"
+    if wf.outputs.get("codec", "zstd") != "zstd":
+        return f"outputs.codec is {wf.outputs.get('codec')!r}"
+    if "://" in inp["path"] or "://" in wf.outputs["path"]:
+        return "a store that is not a local folder"
+    if not all(OPS[op].stencil for op, _ in wf.steps):
+        return "a step is not a stencil"
+    hist = wf.outputs.get("histogram")
+    if hist and np.ndim(hist.get("bins", 256)) == 0 and hist.get("range") is None:
+        return "the histogram has no range (it needs a pass over the result first)"
+    return None
+
+
+def plan(wf: Workflow, gpu: bool, ndim: int, dtype, shape, storage_chunks):
+    """(job, numpy histogram edges or None), or None when a stencil's mode rules the path
+    out (wrap reads its halo from the far edge of the array)."""
+    stencils = [stencil_of(OPS[op].func, ndim, dtype, **params) for op, params in wf.steps]
+    if any(s.mode == "wrap" for s in stencils):
+        return None
+    st = chain(stencils, "distconv-" + "+".join(s.name.removeprefix("distconv-") for s in stencils))
+    itemsize = np.dtype(dtype).itemsize
+    shard = tuple(wf.outputs.get("chunks") or storage_job.shard_shape(storage_chunks, shape, itemsize))
+    layout = Layout(tuple(shape), shard, inner_shape(shard, itemsize), np.dtype(dtype).str)
+    target = storage.GPU_CHUNK_BYTES if gpu else storage.CPU_CHUNK_BYTES
+    rows = storage_job.plan_rows(shape[0], shard[0], itemsize * int(np.prod(shape[1:])), target, st.depth[0])
+    edges, kernel_edges, uniform = None, None, True
+    hist = wf.outputs.get("histogram")
+    if hist:
+        edges, kernel_edges, uniform = planned_edges(dtype, hist.get("bins", 256), hist.get("range"))
+    job = storage_job.Job(str(Path(wf.input["path"])), wf.outputs["path"], st, layout, rows,
+                          kernel_edges, uniform, gpu)
+    return job, edges

@@ -1,0 +1,151 @@
+"""Sharded Zarr v3 outputs written block by block, with the codec work wherever the block lives.
+
+A block is a slab of whole shards (all of axes 1.. and a multiple of the shard rows). Its
+inner chunks are laid out chunk-major (each inner chunk contiguous, shards in C order, inner
+chunks in C order within a shard), compressed as a batch of zstd frames (nvCOMP on the GPU,
+numcodecs threads on the CPU: backends/*/zstd.py) and each shard file is the frames followed
+by the index zarr's sharding codec reads: (offset, nbytes) uint64 per inner chunk, then its
+crc32c. Plain zarr-python reads the result.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+INNER_BYTES = 2**20  # ~1 MiB inner chunks: many frames per block for the GPU codec, and
+                     # reads that do not decode a whole shard for a small region
+
+
+def inner_shape(shard: tuple, itemsize: int, target: int | None = None) -> tuple:
+    """Inner chunk shape dividing ``shard``: halve the longest even axis until <= target
+    (INNER_BYTES by default)."""
+    target = INNER_BYTES if target is None else target
+    inner = list(shard)
+    while math.prod(inner) * itemsize > target:
+        even = [a for a in range(len(inner)) if inner[a] % 2 == 0]
+        if not even:
+            break
+        a = max(even, key=lambda k: inner[k])
+        inner[a] //= 2
+    return tuple(inner)
+
+
+@dataclass(frozen=True)
+class Layout:
+    shape: tuple        # the array
+    shard: tuple        # shard shape
+    inner: tuple        # inner chunk shape (divides shard)
+    dtype: str
+
+    @property
+    def per_shard(self) -> tuple:
+        return tuple(s // c for s, c in zip(self.shard, self.inner))
+
+    @property
+    def frame_nbytes(self) -> int:
+        return math.prod(self.inner) * np.dtype(self.dtype).itemsize
+
+    def shard_grid(self, rows: int) -> tuple:
+        """Shards along each axis covering ``rows`` rows of axis 0 and every other axis."""
+        return (-(-rows // self.shard[0]),) + tuple(-(-n // s) for n, s in zip(self.shape[1:], self.shard[1:]))
+
+
+def chunk_major(block, layout: Layout):
+    """``block`` (rows of the array starting at a shard boundary) padded with zeros to whole
+    shards and reordered so each inner chunk is contiguous (numpy or cupy, same code)."""
+    from ..core.arrays import array_module
+
+    xp = array_module(block)
+    grid = layout.shard_grid(block.shape[0])
+    full = tuple(g * s for g, s in zip(grid, layout.shard))
+    if full != block.shape:
+        padded = xp.zeros(full, dtype=block.dtype)
+        padded[tuple(slice(0, n) for n in block.shape)] = block
+        block = padded
+    nd = block.ndim
+    split = []
+    for g, k, c in zip(grid, layout.per_shard, layout.inner):
+        split += [g, k, c]
+    order = [3 * a for a in range(nd)] + [3 * a + 1 for a in range(nd)] + [3 * a + 2 for a in range(nd)]
+    return xp.ascontiguousarray(block.reshape(split).transpose(order))
+
+
+def from_chunk_major(flat, layout: Layout, rows: int):
+    """Inverse of chunk_major: the first ``rows`` rows (and the array's extent) of the slab."""
+    grid = layout.shard_grid(rows)
+    nd = len(layout.shape)
+    arr = flat.reshape(tuple(grid) + layout.per_shard + layout.inner)
+    order = []
+    for a in range(nd):
+        order += [a, nd + a, 2 * nd + a]
+    full = tuple(g * s for g, s in zip(grid, layout.shard))
+    arr = arr.transpose(order).reshape(full)
+    return arr[(slice(0, rows),) + tuple(slice(0, n) for n in layout.shape[1:])]
+
+
+def shard_bytes(frames: list) -> list:
+    """The pieces of one shard file: the frames, then the index and its crc32c."""
+    import google_crc32c
+
+    sizes = np.array([len(memoryview(f).cast("B")) for f in frames], dtype=np.uint64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.uint64)
+    index = np.stack([offsets, sizes], axis=1).astype("<u8").tobytes()
+    crc = np.uint32(google_crc32c.value(index)).astype("<u4").tobytes()
+    return [*frames, index, crc]
+
+
+def write_block(path: str, layout: Layout, block, row0: int, encode) -> int:
+    """Encode ``block`` (rows row0.. of the array, row0 on a shard boundary) with ``encode``
+    (backends' encode_frames) and write its shard files; returns bytes written."""
+    frames = encode(chunk_major(block, layout), layout.frame_nbytes)
+    grid = layout.shard_grid(block.shape[0])
+    per = math.prod(layout.per_shard)
+    first = row0 // layout.shard[0]
+    written = 0
+    for n, idx in enumerate(np.ndindex(*grid)):
+        key = Path(path, "c", str(first + idx[0]), *map(str, idx[1:]))
+        key.parent.mkdir(parents=True, exist_ok=True)
+        pieces = shard_bytes(frames[n * per:(n + 1) * per])
+        with open(key, "wb") as f:
+            for p in pieces:
+                f.write(p)
+                written += len(memoryview(p).cast("B"))
+    return written
+
+
+def read_frames(path: str, layout: Layout, row0: int, rows: int) -> list:
+    """The zstd frames of every inner chunk of the shards covering rows row0..row0+rows, in
+    chunk-major order (an absent chunk or shard: None)."""
+    grid = layout.shard_grid(rows)
+    per = math.prod(layout.per_shard)
+    first = row0 // layout.shard[0]
+    frames: list = []
+    for idx in np.ndindex(*grid):
+        key = Path(path, "c", str(first + idx[0]), *map(str, idx[1:]))
+        if not key.exists():
+            frames += [None] * per
+            continue
+        data = key.read_bytes()
+        index = np.frombuffer(data[-(16 * per + 4):-4], dtype="<u8").reshape(per, 2)
+        mv = memoryview(data)
+        frames += [None if off == 2**64 - 1 else mv[int(off):int(off) + int(n)] for off, n in index]
+    return frames
+
+
+def matches(meta: dict, layout: Layout) -> bool:
+    """True when a zarr array's metadata is the sharded zstd layout this module reads."""
+    codecs = meta.get("codecs", ())
+    if len(codecs) != 1 or codecs[0].get("name") != "sharding_indexed":
+        return False
+    cfg = codecs[0]["configuration"]
+    inner = [c.get("name") for c in cfg.get("codecs", ())]
+    index = [c.get("name") for c in cfg.get("index_codecs", ())]
+    grid = meta.get("chunk_grid", {}).get("configuration", {}).get("chunk_shape")
+    return (tuple(cfg.get("chunk_shape", ())) == layout.inner and tuple(grid or ()) == layout.shard
+            and inner[:1] == ["bytes"] and inner[1:] in (["zstd"],) and index == ["bytes", "crc32c"]
+            and cfg.get("index_location", "end") == "end"
+            and meta.get("chunk_key_encoding", {}).get("configuration", {}).get("separator", "/") == "/")

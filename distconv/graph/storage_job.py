@@ -1,0 +1,160 @@
+"""Zarr in, a stencil chain, Zarr out: one task per block, from read to write.
+
+Blocks are slabs along axis 0 made of whole output shards. A block's task reads its rows plus
+the chain's halo straight from the input store (so it needs no neighbour task and nothing
+travels between workers), moves them to the GPU where the worker has one, runs the fused
+stencil on a Tile whose halo pieces are views of that one buffer, optionally counts a
+histogram of the result, and writes its own shards (encoded with nvCOMP on the GPU when
+available, else zstd on every CPU core). Reads go through zarr, with the zarrs Rust codec
+pipeline when it is installed. A per-block mark makes a rerun with resume skip finished blocks.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .. import backends
+from ..core.arrays import is_cupy, to_host
+from ..core.stencil import Stencil
+from ..core.tile import Tile
+from . import ownership, shards
+from .halo import merge_thin
+
+
+@dataclass(frozen=True)
+class Job:
+    src: str
+    dst: str
+    stencil: Stencil
+    layout: shards.Layout
+    row_blocks: tuple            # ((r0, r1), ...) covering axis 0
+    edges: np.ndarray | None     # histogram of the result, when asked (float edges)
+    uniform: bool = True
+    gpu: bool = False
+
+
+def plan_rows(n0: int, shard_rows: int, row_bytes: int, target_bytes: int, depth: tuple) -> tuple:
+    """Row blocks of ~target_bytes made of whole shard rows, each thick enough for the halo."""
+    per = max(1, target_bytes // max(1, row_bytes * shard_rows)) * shard_rows
+    sizes = [min(per, n0 - r) for r in range(0, n0, per)]
+    sizes = list(merge_thin(tuple(sizes), *depth))
+    bounds = np.cumsum([0] + sizes)
+    return tuple((int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]))
+
+
+def configure_zarr():
+    """Once per process: the zarrs codec pipeline when installed, and enough concurrency for
+    zarr-python's own pipeline otherwise. Arrays opened afterwards use it."""
+    return _configure()
+
+
+@functools.cache
+def _configure() -> str:
+    import zarr
+
+    try:
+        import zarrs  # noqa: F401
+
+        zarr.config.set({"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"})
+        return "zarrs"
+    except ImportError:
+        zarr.config.set({"async.concurrency": 64})
+        return "zarr-python"
+
+
+@functools.lru_cache(maxsize=8)
+def _open(path: str):
+    import zarr
+
+    configure_zarr()
+    return zarr.open_array(path, mode="r")
+
+
+def run_block(job: Job, i: int):
+    """One block end to end; returns its histogram counts (or an empty array)."""
+    r0, r1 = job.row_blocks[i]
+    mark = Path(job.dst, ownership.BLOCKS, str(i))
+    if mark.exists() and job.edges is None:
+        return np.zeros(0, dtype=np.int64)
+    src = _open(job.src)
+    (lo_h, hi_h) = job.stencil.depth[0]
+    lo, hi = max(0, r0 - lo_h), min(src.shape[0], r1 + hi_h)
+    ext = src[lo:hi]
+    if job.gpu:
+        import cupy
+
+        ext = cupy.asarray(ext)
+    halo = ((r0 - lo, hi - r1),) + ((0, 0),) * (ext.ndim - 1)
+    out = job.stencil.func(Tile.extended(ext, halo))
+    counts = (backends.counts(out, job.edges, job.uniform) if job.edges is not None
+              else np.zeros(0, dtype=np.int64))
+    if not mark.exists():
+        shards.write_block(job.dst, job.layout, out, r0, _encoder(out))
+        mark.touch()
+    return to_host(counts)
+
+
+def _encoder(block):
+    """nvCOMP on a cupy block when installed; else zstd on the host's cores."""
+    if is_cupy(block):
+        from ..backends.cuda import zstd as gpu_zstd
+
+        if gpu_zstd.available():
+            return gpu_zstd.encode_frames
+        return lambda b, n: backends.implementation("zstd", "encode_frames", "numpy")(to_host(b), n)
+    return backends.implementation("zstd", "encode_frames", "numpy")
+
+
+def create_output(dst: str, shape, dtype, layout: shards.Layout, attrs: dict):
+    import zarr
+
+    z = zarr.create_array(dst, shape=tuple(shape), shards=layout.shard, chunks=layout.inner,
+                          dtype=dtype, compressors=zarr.codecs.ZstdCodec(level=1),
+                          attributes=attrs, overwrite=False)
+    if not shards.matches(z.metadata.to_dict(), layout):
+        raise RuntimeError(f"zarr wrote a sharding layout distconv cannot write into: {z.metadata}")
+    Path(dst, ownership.BLOCKS).mkdir(exist_ok=True)
+    return z
+
+
+def graph(job: Job, name: str):
+    """The job as dask delayed objects: one task per block (named ``name``), plus the merged
+    histogram counts when asked. Returns (tasks, counts or None)."""
+    import dask
+    from dask.base import tokenize
+
+    token = tokenize(job)
+    tasks = [dask.delayed(run_block, pure=False)(job, i, dask_key_name=f"{name}-{token}-{i}")
+             for i in range(len(job.row_blocks))]
+    counts = None
+    if job.edges is not None:
+        level, depth = tasks, 0
+        while len(level) > 1:
+            level = [dask.delayed(_add, pure=True)(*level[k:k + 8],
+                                                  dask_key_name=f"distconv-hist-merge-{token}-{depth}-{k}")
+                     for k in range(0, len(level), 8)]
+            depth += 1
+        counts = level[0]
+    return tasks, counts
+
+
+def _add(*parts):
+    return functools.reduce(np.add, parts)
+
+
+SHARD_MIN_BYTES = 16 * 2**20
+
+
+def shard_shape(storage: tuple, shape: tuple, itemsize: int) -> tuple:
+    """Output shards: the input's storage chunks, grown along axis 0 to at least
+    SHARD_MIN_BYTES so every shard holds many inner chunks."""
+    min_bytes = SHARD_MIN_BYTES
+    shard = list(min(s, n) for s, n in zip(storage, shape))
+    while math.prod(shard) * itemsize < min_bytes and shard[0] < shape[0]:
+        shard[0] = min(shape[0], shard[0] * 2)
+    return tuple(shard)
