@@ -38,10 +38,16 @@ def info(cluster_path):
 @click.option("--overwrite", is_flag=True, help="replace existing outputs")
 @click.option("--resume", is_flag=True, help="finish an interrupted run: write only the missing blocks")
 @click.option("--no-progress", is_flag=True, help="no progress bar")
-def run(workflow_path, cluster_path, overwrite, resume, no_progress):
+@click.option("--json", "json_path", default=None, help="also write the run summary as JSON here")
+def run(workflow_path, cluster_path, overwrite, resume, no_progress, json_path):
     """Run a batch workflow on the cluster."""
+    import json
+    import time
+
     from . import batch as workflow
     from .cluster import cluster, load_config
+
+    started = _process_start()
 
     try:
         wf = workflow.load(workflow_path)
@@ -52,7 +58,26 @@ def run(workflow_path, cluster_path, overwrite, resume, no_progress):
                                        resume=resume)
     except (workflow.WorkflowError, ClusterConfigError, ValueError, TypeError, FileNotFoundError) as e:
         _fail(str(e))
+    first = summary.pop("first_task_at", None)
+    if first is not None:
+        summary["startup_s"] = round(first - started, 2)
+    summary["wall_s"] = round(time.time() - started, 2)
     click.echo(workflow.format_summary(summary))
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(summary, f, indent=1, default=str)
+
+
+def _process_start() -> float:
+    """When this process started (epoch seconds): start-up is counted from there."""
+    import time
+
+    try:
+        import psutil
+
+        return psutil.Process().create_time()
+    except Exception:  # noqa: BLE001 - psutil comes with distributed; without it, now
+        return time.time()
 
 
 @main.command(context_settings={"ignore_unknown_options": True})

@@ -114,3 +114,29 @@ def test_shard_writer_read_by_plain_zarr_and_read_back(tmp_path, shape, shard):
     frames = shards.read_frames(p, layout, shard[0], rows)
     flat = zstd.decode_frames(frames, layout.frame_nbytes, np.float32)
     np.testing.assert_array_equal(shards.from_chunk_major(flat, layout, rows), x[shard[0]:shard[0] + rows])
+    meta = zarr.open_array(p, mode="r").metadata.to_dict()
+    assert shards.layout_of(meta, shape, np.float32) == layout
+    for lo, hi in [(0, shape[0]), (1, shape[0] - 2), (shard[0] - 1, shard[0] + 2)]:
+        got = shards.read_rows(p, layout, lo, hi, zstd.decode_frames)
+        np.testing.assert_array_equal(got, x[lo:hi])
+
+
+def test_distconv_output_as_input_reads_its_shards(tmp_path, small_blocks):
+    """Layout (b): a run's sharded output feeds the next run (on a GPU its inner chunks are
+    decoded by nvCOMP straight from the shard files)."""
+    wf = _workflow(tmp_path, (90, 44), (9, 44), [{"op": "gaussian_filter", "sigma": 1.0}])
+    batch.run(wf, progress=False)
+    first = _stored(wf.outputs["path"])[...]
+    (tmp_path / "b").mkdir()
+    doc = {"input": {"path": str(wf.outputs["path"])}, "outputs": {"path": "out2.zarr"},
+           "steps": [{"op": "correlate", "weights": np.ones((5, 5)).tolist(), "mode": "constant"}]}
+    p = tmp_path / "b" / "wf.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    wf2 = batch.load(p)
+    src = _stored(wf.outputs["path"])
+    job, _ = direct.plan(wf2, False, 2, src.dtype, src.shape, src.chunks, src.metadata.to_dict())
+    assert job.src_layout is not None
+    s = batch.run(wf2, progress=False)
+    assert s["path"] == "direct"
+    np.testing.assert_allclose(_stored(wf2.outputs["path"])[...],
+                               ndi.correlate(first, np.ones((5, 5)), mode="constant"), rtol=2e-5, atol=2e-4)

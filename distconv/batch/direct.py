@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.stencil import chain
-from ..graph import storage, storage_job
+from ..graph import shards, storage, storage_job
 from ..graph.shards import Layout, inner_shape
 from ..ops.filters import stencil_of
 from ..ops.histograms import planned_edges
@@ -39,13 +39,14 @@ def why_not(wf: Workflow) -> str | None:
     return None
 
 
-def plan(wf: Workflow, gpu: bool, ndim: int, dtype, shape, storage_chunks):
+def plan(wf: Workflow, gpu: bool, ndim: int, dtype, shape, storage_chunks, src_meta=None):
     """(job, numpy histogram edges or None), or None when a stencil's mode rules the path
     out (wrap reads its halo from the far edge of the array)."""
     stencils = [stencil_of(OPS[op].func, ndim, dtype, **params) for op, params in wf.steps]
     if any(s.mode == "wrap" for s in stencils):
         return None
-    st = chain(stencils, "distconv-" + "+".join(s.name.removeprefix("distconv-") for s in stencils))
+    # task names read as the steps on the dashboard and in the summary: distconv-gaussian-laplace
+    st = chain(stencils, "distconv-" + "-".join(s.name.removeprefix("distconv-") for s in stencils))
     itemsize = np.dtype(dtype).itemsize
     shard = tuple(wf.outputs.get("chunks") or storage_job.shard_shape(storage_chunks, shape, itemsize))
     layout = Layout(tuple(shape), shard, inner_shape(shard, itemsize), np.dtype(dtype).str)
@@ -55,6 +56,7 @@ def plan(wf: Workflow, gpu: bool, ndim: int, dtype, shape, storage_chunks):
     hist = wf.outputs.get("histogram")
     if hist:
         edges, kernel_edges, uniform = planned_edges(dtype, hist.get("bins", 256), hist.get("range"))
+    src_layout = shards.layout_of(src_meta, shape, dtype) if src_meta else None
     job = storage_job.Job(str(Path(wf.input["path"])), wf.outputs["path"], st, layout, rows,
-                          kernel_edges, uniform, gpu)
+                          kernel_edges, uniform, gpu, src_layout)
     return job, edges

@@ -59,7 +59,8 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
                "shape": list(data.shape), "dtype": str(data.dtype), "steps": [o for o, _ in wf.steps],
                "bytes_in": src["nbytes"], "bytes_out": data.nbytes, "seconds": round(seconds, 3),
                "GBps": round(src["nbytes"] / seconds / 1e9, 3), "gpu_memory_peak": _gpu_peak(client),
-               "step_seconds": step_seconds}
+               "step_seconds": step_seconds, "path": "general",
+               "first_task_at": step_seconds.pop("first_task_at", None)}
     if "histogram" in wf.outputs:
         summary["histogram"] = histogram_output(data, wf.outputs["histogram"], client)
     if wf.report:
@@ -75,7 +76,7 @@ def _run_direct(wf, client, gpu, overwrite, resume, progress, t0):
     import zarr
 
     src = zarr.open_array(wf.input["path"], mode="r")
-    planned = direct.plan(wf, gpu, src.ndim, src.dtype, src.shape, src.chunks)
+    planned = direct.plan(wf, gpu, src.ndim, src.dtype, src.shape, src.chunks, src.metadata.to_dict())
     if planned is None:
         return None
     job, edges = planned
@@ -84,8 +85,8 @@ def _run_direct(wf, client, gpu, overwrite, resume, progress, t0):
     attrs = {"distconv": {"workflow": wf.name, "steps": [[o, jsonable(p)] for o, p in wf.steps]}}
     if not (resuming and Path(out_path, "zarr.json").exists()):
         storage_job.create_output(out_path, src.shape, src.dtype, job.layout, attrs)
-    tasks, counts = storage_job.graph(job, job.stencil.name)
-    step_seconds, results = _compute([tasks, counts], client, progress)
+    tasks, merged = storage_job.graph(job, job.stencil.name)
+    step_seconds, (_, (counts, stages)) = _compute([tasks, merged], client, progress)
     storage.finish(out_path)
     ownership.mark_complete(out_path, {"workflow": wf.name})
     seconds = time.perf_counter() - t0
@@ -94,9 +95,11 @@ def _run_direct(wf, client, gpu, overwrite, resume, progress, t0):
                "shape": list(src.shape), "dtype": str(src.dtype), "steps": [o for o, _ in wf.steps],
                "bytes_in": nbytes, "bytes_out": nbytes, "seconds": round(seconds, 3),
                "GBps": round(nbytes / seconds / 1e9, 3), "gpu_memory_peak": _gpu_peak(client),
-               "step_seconds": step_seconds, "path": "direct"}
+               "step_seconds": step_seconds, "path": "direct",
+               "stage_seconds": {k: round(v, 3) for k, v in stages.items()},
+               "first_task_at": step_seconds.pop("first_task_at", None)}
     if edges is not None:
-        summary["histogram"] = write_histogram(results[1], edges, wf.outputs["histogram"])
+        summary["histogram"] = write_histogram(counts, edges, wf.outputs["histogram"])
     if wf.report:
         from .report import write_report
 
@@ -124,12 +127,21 @@ def _compute(job, client, progress) -> tuple[dict, object]:
             print()
         results = client.gather(fut)
     busy: dict = {}
+    starts = [s["start"] for task in ts.data for s in task.get("startstops", ()) if s["action"] == "compute"]
+    if starts:
+        busy["first_task_at"] = min(starts)  # epoch seconds: start-up is measured against it
     for task in ts.data:
         prefix = key_split(task["key"])
+        if not prefix.startswith("distconv"):
+            continue  # dask's own tasks (finalize, list, from-zarr) are not steps
         for s in task.get("startstops", ()):
             if s["action"] == "compute":
                 busy[prefix] = busy.get(prefix, 0.0) + s["stop"] - s["start"]
-    return {k: round(v, 3) for k, v in sorted(busy.items(), key=lambda kv: -kv[1])}, results
+    first = busy.pop("first_task_at", None)
+    out = {k: round(v, 3) for k, v in sorted(busy.items(), key=lambda kv: -kv[1])}
+    if first is not None:
+        out["first_task_at"] = first
+    return out, results
 
 
 def _gpu_peak(client):
@@ -167,8 +179,9 @@ def _use_gpu(wf: Workflow, client) -> bool:
 def format_summary(s: dict) -> str:
     peak = "" if s.get("gpu_memory_peak") is None else f", GPU memory peak {s['gpu_memory_peak'] / 2**30:.2f} GiB"
     steps = "".join(f"\n  {k}: {v:.3f} s busy" for k, v in (s.get("step_seconds") or {}).items())
+    start = "" if s.get("startup_s") is None else f", first task {s['startup_s']:.1f} s after start"
     if "shape" not in s:
         return f"{s['workflow']}: {s.get('text', '')} -> {s['output']}"
     return (f"{s['workflow']}: {' -> '.join(s['steps'])} on {tuple(s['shape'])} {s['dtype']}: "
             f"{s['bytes_in'] / 1e9:.3f} GB in, {s['bytes_out'] / 1e9:.3f} GB out, "
-            f"{s['seconds']:.2f} s, {s['GBps']:.3f} GB/s{peak} -> {s['output']}{steps}")
+            f"{s['seconds']:.2f} s, {s['GBps']:.3f} GB/s{peak}{start} -> {s['output']}{steps}")

@@ -121,19 +121,62 @@ def read_frames(path: str, layout: Layout, row0: int, rows: int) -> list:
     """The zstd frames of every inner chunk of the shards covering rows row0..row0+rows, in
     chunk-major order (an absent chunk or shard: None)."""
     grid = layout.shard_grid(rows)
-    per = math.prod(layout.per_shard)
     first = row0 // layout.shard[0]
     frames: list = []
     for idx in np.ndindex(*grid):
-        key = Path(path, "c", str(first + idx[0]), *map(str, idx[1:]))
-        if not key.exists():
-            frames += [None] * per
-            continue
-        data = key.read_bytes()
-        index = np.frombuffer(data[-(16 * per + 4):-4], dtype="<u8").reshape(per, 2)
-        mv = memoryview(data)
-        frames += [None if off == 2**64 - 1 else mv[int(off):int(off) + int(n)] for off, n in index]
+        frames += _shard_frames(path, layout, (first + idx[0],) + idx[1:])
     return frames
+
+
+def read_rows(path: str, layout: Layout, lo: int, hi: int, decode):
+    """Rows lo..hi of a sharded array written in ``layout``, decoding only the inner-chunk rows
+    that cover them, with ``decode`` (backends' decode_frames: on the GPU it returns cupy).
+    None when an inner chunk is absent (zarr leaves chunks of fill values out): read through
+    zarr then."""
+    c0, per0 = layout.inner[0], layout.per_shard[0]
+    k0, k1 = lo // c0, -(-hi // c0)
+    # a virtual layout whose "shards" are one inner-chunk row high: frames come in its order
+    rows = Layout(layout.shape, (c0,) + layout.shard[1:], layout.inner, layout.dtype)
+    other = rows.shard_grid(1)[1:]
+    per_other = math.prod(layout.per_shard[1:])
+    cache: dict = {}
+    frames = []
+    for k in range(k0, k1):
+        for idx in np.ndindex(*other):
+            key = (k // per0,) + idx
+            if key not in cache:
+                cache.clear()
+                cache[key] = _shard_frames(path, layout, key)
+            sf = cache[key]
+            start = (k % per0) * per_other
+            frames += sf[start:start + per_other]
+    if any(f is None for f in frames):
+        return None
+    flat = decode(frames, layout.frame_nbytes, np.dtype(layout.dtype))
+    out = from_chunk_major(flat, rows, (k1 - k0) * c0)
+    return out[lo - k0 * c0:hi - k0 * c0]
+
+
+def _shard_frames(path: str, layout: Layout, key: tuple) -> list:
+    per = math.prod(layout.per_shard)
+    f = Path(path, "c", *map(str, key))
+    if not f.exists():
+        return [None] * per
+    data = f.read_bytes()
+    index = np.frombuffer(data[-(16 * per + 4):-4], dtype="<u8").reshape(per, 2)
+    mv = memoryview(data)
+    return [None if off == 2**64 - 1 else mv[int(off):int(off) + int(n)] for off, n in index]
+
+
+def layout_of(meta: dict, shape, dtype) -> Layout | None:
+    """The Layout of a zarr array's metadata when this module can read it directly, else None."""
+    codecs = meta.get("codecs", ())
+    if len(codecs) != 1 or codecs[0].get("name") != "sharding_indexed":
+        return None
+    cfg = codecs[0]["configuration"]
+    shard = meta.get("chunk_grid", {}).get("configuration", {}).get("chunk_shape")
+    layout = Layout(tuple(shape), tuple(shard), tuple(cfg["chunk_shape"]), np.dtype(dtype).str)
+    return layout if matches(meta, layout) and np.dtype(dtype).byteorder in "<=|" else None
 
 
 def matches(meta: dict, layout: Layout) -> bool:

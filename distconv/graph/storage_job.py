@@ -36,6 +36,7 @@ class Job:
     edges: np.ndarray | None     # histogram of the result, when asked (float edges)
     uniform: bool = True
     gpu: bool = False
+    src_layout: shards.Layout | None = None   # the input's, when its shards can be read directly
 
 
 def plan_rows(n0: int, shard_rows: int, row_bytes: int, target_bytes: int, depth: tuple) -> tuple:
@@ -76,27 +77,64 @@ def _open(path: str):
 
 
 def run_block(job: Job, i: int):
-    """One block end to end; returns its histogram counts (or an empty array)."""
+    """One block end to end. Returns (histogram counts or an empty array, seconds per stage:
+    read+decode, kernels, histogram, encode+write), the stages timed with the GPU synced."""
     r0, r1 = job.row_blocks[i]
     mark = Path(job.dst, ownership.BLOCKS, str(i))
     if mark.exists() and job.edges is None:
-        return np.zeros(0, dtype=np.int64)
-    src = _open(job.src)
+        return np.zeros(0, dtype=np.int64), {}
+    clock = _Clock(job.gpu)
+    n0 = job.layout.shape[0]
     (lo_h, hi_h) = job.stencil.depth[0]
-    lo, hi = max(0, r0 - lo_h), min(src.shape[0], r1 + hi_h)
-    ext = src[lo:hi]
-    if job.gpu:
-        import cupy
-
-        ext = cupy.asarray(ext)
+    lo, hi = max(0, r0 - lo_h), min(n0, r1 + hi_h)
+    ext = _read(job, lo, hi)
+    clock.lap("read")
     halo = ((r0 - lo, hi - r1),) + ((0, 0),) * (ext.ndim - 1)
     out = job.stencil.func(Tile.extended(ext, halo))
-    counts = (backends.counts(out, job.edges, job.uniform) if job.edges is not None
-              else np.zeros(0, dtype=np.int64))
+    del ext
+    clock.lap("compute")
+    counts = np.zeros(0, dtype=np.int64)
+    if job.edges is not None:
+        counts = to_host(backends.counts(out, job.edges, job.uniform))
+        clock.lap("histogram")
     if not mark.exists():
         shards.write_block(job.dst, job.layout, out, r0, _encoder(out))
         mark.touch()
-    return to_host(counts)
+        clock.lap("write")
+    return counts, clock.laps
+
+
+class _Clock:
+    def __init__(self, gpu: bool):
+        import time
+
+        self._now, self._gpu, self.laps = time.perf_counter, gpu, {}
+        self._t = self._now()
+
+    def lap(self, stage: str):
+        if self._gpu:
+            import cupy
+
+            cupy.cuda.get_current_stream().synchronize()
+        t = self._now()
+        self.laps[stage] = self.laps.get(stage, 0.0) + t - self._t
+        self._t = t
+
+
+def _read(job: Job, lo: int, hi: int):
+    """Rows lo..hi of the input: sharded zstd inputs decode on the GPU through nvCOMP when the
+    block goes there; everything else reads through zarr (zarrs when installed)."""
+    if job.gpu:
+        import cupy
+
+        from ..backends.cuda import zstd as gpu_zstd
+
+        if job.src_layout is not None and gpu_zstd.available():
+            ext = shards.read_rows(job.src, job.src_layout, lo, hi, gpu_zstd.decode_frames)
+            if ext is not None:
+                return ext
+        return cupy.asarray(_open(job.src)[lo:hi])
+    return _open(job.src)[lo:hi]
 
 
 def _encoder(block):
@@ -123,28 +161,31 @@ def create_output(dst: str, shape, dtype, layout: shards.Layout, attrs: dict):
 
 
 def graph(job: Job, name: str):
-    """The job as dask delayed objects: one task per block (named ``name``), plus the merged
-    histogram counts when asked. Returns (tasks, counts or None)."""
+    """The job as dask delayed objects: one task per block (named ``name``), and their
+    results tree-merged (8 at a time): (histogram counts, seconds per stage)."""
     import dask
     from dask.base import tokenize
 
     token = tokenize(job)
     tasks = [dask.delayed(run_block, pure=False)(job, i, dask_key_name=f"{name}-{token}-{i}")
              for i in range(len(job.row_blocks))]
-    counts = None
-    if job.edges is not None:
-        level, depth = tasks, 0
-        while len(level) > 1:
-            level = [dask.delayed(_add, pure=True)(*level[k:k + 8],
-                                                  dask_key_name=f"distconv-hist-merge-{token}-{depth}-{k}")
-                     for k in range(0, len(level), 8)]
-            depth += 1
-        counts = level[0]
-    return tasks, counts
+    level, depth = tasks, 0
+    while len(level) > 1:
+        level = [dask.delayed(_add, pure=True)(*level[k:k + 8],
+                                              dask_key_name=f"distconv-merge-{token}-{depth}-{k}")
+                 for k in range(0, len(level), 8)]
+        depth += 1
+    return tasks, level[0]
 
 
 def _add(*parts):
-    return functools.reduce(np.add, parts)
+    """(counts, stage seconds) of several blocks added up."""
+    counts = functools.reduce(np.add, [p[0] for p in parts])
+    stages: dict = {}
+    for _, laps in parts:
+        for k, v in laps.items():
+            stages[k] = stages.get(k, 0.0) + v
+    return counts, stages
 
 
 SHARD_MIN_BYTES = 16 * 2**20

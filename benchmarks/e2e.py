@@ -1,0 +1,169 @@
+"""End-to-end rows (PERF.md): `distconv run` as a user runs it (default cluster, chunks auto)
+on a Zarr v3 zstd float32 array, against dask-image and a dask zarr copy on every CPU core of
+the same node, in one run. Writes rows as JSON; every distconv output is checked against
+scipy on sampled row bands that cross block and shard boundaries.
+
+    python -m benchmarks.e2e --gib 16 --out e2e.json      (on the GPU node; needs dask-image)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+W5 = (np.arange(25, dtype=np.float64).reshape(5, 5) % 7 - 3) / 10.0
+WIDTH = 32768
+CHUNK = 4096  # (a): 4096 x 4096 float32 = 64 MiB unsharded chunks, as zarr/dask write by default
+
+
+def make_input(path: Path, rows: int):
+    """A smooth field plus noise, quantized to 1/256 (compresses like measured data), written
+    with zstd in 64 MiB chunks by zarr (zarrs pipeline when installed)."""
+    import zarr
+    from concurrent.futures import ThreadPoolExecutor
+
+    from distconv.graph.storage_job import configure_zarr
+
+    if (path / "zarr.json").exists():
+        return
+    configure_zarr()
+    z = zarr.create_array(str(path), shape=(rows, WIDTH), chunks=(CHUNK, CHUNK), dtype="f4",
+                          compressors=zarr.codecs.ZstdCodec(level=1))
+    base = np.random.default_rng(0).standard_normal((CHUNK, WIDTH), dtype=np.float32)
+    cols = np.sin(np.linspace(0, 12 * np.pi, WIDTH, dtype=np.float32))
+
+    def slab(k):
+        r = np.arange(k * CHUNK, (k + 1) * CHUNK, dtype=np.float32)[:, None]
+        s = np.sin(r * (6 * np.pi / rows)) + cols + 0.3 * np.roll(base, 977 * k, axis=1)
+        z[k * CHUNK:(k + 1) * CHUNK] = np.round(s * 256) / 256
+
+    with ThreadPoolExecutor(8) as ex:
+        list(ex.map(slab, range(rows // CHUNK)))
+
+
+def distconv_run(name: str, root: Path, src: Path, steps: list, hist=None) -> dict:
+    """`distconv run` in a fresh process (what a user times), default cluster, chunks auto."""
+    import yaml
+
+    out = root / f"{name}.zarr"
+    wf = {"name": name, "input": {"path": str(src)}, "chunks": "auto", "steps": steps,
+          "outputs": {"path": str(out), **({"histogram": hist} if hist else {})}}
+    p = root / f"{name}.yaml"
+    p.write_text(yaml.safe_dump(wf))
+    summary = root / f"{name}.json"
+    t = time.perf_counter()
+    res = subprocess.run([sys.executable, "-m", "distconv.cli", "run", str(p), "--overwrite",
+                          "--no-progress", "--json", str(summary)], capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    print(res.stdout[-3000:], res.stderr[-3000:], flush=True)
+    if res.returncode:
+        raise RuntimeError(f"distconv run {name} failed")
+    s = json.loads(summary.read_text())
+    s["command_wall_s"] = round(wall, 2)
+    return s
+
+
+def cpu_anchors(src: Path, root: Path, workers: int, threads: int) -> dict:
+    """dask-image correlate 5x5 and a plain zarr copy through dask, on a CPU LocalCluster."""
+    import dask.array as da
+    import zarr
+    from dask_image.ndfilters import correlate
+    from distributed import Client, LocalCluster
+
+    out = {}
+    with LocalCluster(n_workers=workers, threads_per_worker=threads, dashboard_address="127.0.0.1:0") as c, \
+            Client(c):
+        x = da.from_zarr(str(src))
+        for name, y in (("copy", x), ("dask_image", correlate(x, W5, mode="reflect"))):
+            dst = zarr.create_array(str(root / f"anchor-{name}.zarr"), shape=x.shape, chunks=(CHUNK, CHUNK),
+                                    dtype="f4", compressors=zarr.codecs.ZstdCodec(level=1), overwrite=True)
+            t = time.perf_counter()
+            da.store(y, dst, lock=False)
+            out[name] = time.perf_counter() - t
+            print(name, out[name], flush=True)
+    return out
+
+
+def check(out: Path, src: Path, fn, bands) -> bool:
+    """Output rows equal fn(input rows with 40 rows of context) on each band, read by plain
+    zarr-python (rows within 20 of an artificial cut of the context are not compared)."""
+    import zarr
+
+    zarr.config.set({"codec_pipeline.path": "zarr.core.codec_pipeline.BatchedCodecPipeline"})
+    zo, zi = zarr.open_array(str(out), mode="r"), zarr.open_array(str(src), mode="r")
+    n = zi.shape[0]
+    for r in bands:
+        lo, hi = max(0, r - 40), min(n, r + 40)
+        a, b = lo + (20 if lo > 0 else 0), hi - (20 if hi < n else 0)
+        ref = fn(zi[lo:hi])[a - lo:b - lo]
+        got = zo[a:b]
+        if not np.allclose(got, ref, rtol=1e-4, atol=1e-3):
+            print("MISMATCH at rows", r, float(np.abs(got - ref).max()), flush=True)
+            return False
+    return True
+
+
+def main():
+    global CHUNK, WIDTH
+    import scipy.ndimage as ndi
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gib", type=float, default=16)
+    ap.add_argument("--out", default="e2e.json")
+    ap.add_argument("--root", default=os.environ.get("TMPDIR", "/tmp") + "/dc-e2e")
+    ap.add_argument("--cpu-workers", type=int, default=8)
+    ap.add_argument("--cpu-threads", type=int, default=4)
+    ap.add_argument("--chunk", type=int, default=4096, help="storage chunk side of the input")
+    a = ap.parse_args()
+    CHUNK = a.chunk
+    WIDTH = max(CHUNK, WIDTH * CHUNK // 4096)
+    root = Path(a.root)
+    root.mkdir(parents=True, exist_ok=True)
+    rows = int(a.gib * 2**30 / (4 * WIDTH)) // CHUNK * CHUNK
+    src = root / "a.zarr"
+    t = time.perf_counter()
+    make_input(src, rows)
+    print(f"input {rows} x {WIDTH} written in {time.perf_counter() - t:.1f} s", flush=True)
+    nbytes = rows * WIDTH * 4
+    bands = sorted({0, CHUNK, 2 * CHUNK - 2, 2 * CHUNK + 1, rows // 2 + 3, rows - 1} & set(range(rows)))
+    conv = lambda v: ndi.correlate(v, W5, mode="reflect")  # noqa: E731
+    results = {}
+    results["a"] = distconv_run("conv5-a", root, src, [{"op": "correlate", "weights": W5.tolist()}])
+    results["a"]["checked"] = check(root / "conv5-a.zarr", src, conv, bands)
+    results["b"] = distconv_run("conv5-b", root, root / "conv5-a.zarr", [{"op": "correlate", "weights": W5.tolist()}])
+    results["b"]["checked"] = check(root / "conv5-b.zarr", root / "conv5-a.zarr", conv, bands)
+    hist = {"bins": 256, "range": [-4.0, 4.0], "json": str(root / "chain3-hist.json")}
+    results["chain3"] = distconv_run("chain3", root, src, [{"op": "gaussian_filter", "sigma": 2.0},
+                                                            {"op": "laplace"}], hist)
+    chain = lambda v: ndi.laplace(ndi.gaussian_filter(v, 2.0), mode="nearest")  # noqa: E731
+    counts = json.loads(Path(hist["json"]).read_text())["counts"]
+    results["chain3"]["checked"] = check(root / "chain3.zarr", src, chain, bands) and sum(counts) > 0
+    anchors = cpu_anchors(src, root, a.cpu_workers, a.cpu_threads)
+    rows_out = []
+    for key, case in (("a", "e2e_zarr_conv5"), ("b", "e2e_zarr_conv5"), ("chain3", "e2e_chain3")):
+        s = results[key]
+        gbps = nbytes / s["seconds"] / 1e9
+        rows_out.append({
+            "case": case, "layer": "end to end", "layout": {"a": "unsharded 64 MiB chunks", "b": "distconv's shards",
+                                                            "chain3": "unsharded 64 MiB chunks"}[key],
+            "gpus": None, "GBps": round(gbps, 2), "wall_GBps": round(nbytes / s["wall_s"] / 1e9, 2),
+            "seconds": s["seconds"], "wall_s": s["wall_s"], "startup_s": s.get("startup_s"),
+            "anchor": "dask-image correlate, CPU LocalCluster", "anchor_ms": round(anchors["dask_image"] * 1e3),
+            "speedup": round(anchors["dask_image"] / s["seconds"], 2),
+            "zarr_copy_GBps": round(nbytes / anchors["copy"] / 1e9, 2),
+            "vs_copy_floor": round(anchors["copy"] / s["seconds"], 2),
+            "stage_seconds": s.get("stage_seconds"), "step_seconds": s.get("step_seconds"),
+            "path": s.get("path"), "checked": bool(s["checked"])})
+        print(json.dumps(rows_out[-1]), flush=True)
+    Path(a.out).write_text(json.dumps({"bytes": nbytes, "rows": rows_out, "anchors_s": anchors}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
