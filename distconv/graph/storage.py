@@ -59,9 +59,12 @@ def create(path: str, shape, chunks, dtype, codec: str = "zstd", attrs=None):
 
 
 def to_device_blocks(arr: da.Array) -> da.Array:
+    """Blocks moved to the worker's GPU, staged through pinned memory (see backends.cuda.transfer)."""
     import cupy
 
-    return arr.map_blocks(cupy.asarray, meta=cupy.empty((0,) * arr.ndim, dtype=arr.dtype))
+    from ..backends.cuda.transfer import to_device
+
+    return arr.map_blocks(to_device, meta=cupy.empty((0,) * arr.ndim, dtype=arr.dtype))
 
 
 def store(arr: da.Array, path: str, storage_chunks=None, codec: str = "zstd",

@@ -123,17 +123,25 @@ class _Clock:
 
 def _read(job: Job, lo: int, hi: int):
     """Rows lo..hi of the input: sharded zstd inputs decode on the GPU through nvCOMP when the
-    block goes there; everything else reads through zarr (zarrs when installed)."""
+    block goes there; everything else decodes through zarr (zarrs when installed), on a GPU
+    straight into pinned memory (a pageable upload runs at ~1 GB/s there)."""
     if job.gpu:
-        import cupy
-
+        from ..backends.cuda import transfer
         from ..backends.cuda import zstd as gpu_zstd
 
         if job.src_layout is not None and gpu_zstd.available():
             ext = shards.read_rows(job.src, job.src_layout, lo, hi, gpu_zstd.decode_frames)
             if ext is not None:
                 return ext
-        return cupy.asarray(_open(job.src)[lo:hi])
+        src = _open(job.src)
+        host = transfer.pinned_empty((hi - lo,) + src.shape[1:], src.dtype)
+        try:  # decode straight into pinned memory
+            from zarr.core.buffer import default_buffer_prototype
+
+            src.get_basic_selection((slice(lo, hi),), out=default_buffer_prototype().nd_buffer.from_numpy_array(host))
+        except (TypeError, ValueError, NotImplementedError):
+            np.copyto(host, src[lo:hi])
+        return transfer.to_device(host, pinned=True)
     return _open(job.src)[lo:hi]
 
 
@@ -144,7 +152,9 @@ def _encoder(block):
 
         if gpu_zstd.available():
             return gpu_zstd.encode_frames
-        return lambda b, n: backends.implementation("zstd", "encode_frames", "numpy")(to_host(b), n)
+        from ..backends.cuda import transfer
+
+        return lambda b, n: backends.implementation("zstd", "encode_frames", "numpy")(transfer.to_host(b), n)
     return backends.implementation("zstd", "encode_frames", "numpy")
 
 
