@@ -38,12 +38,15 @@ def main():
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", default="/tmp/dc-e2e")
+    ap.add_argument("--reads-only", action="store_true", help="only the read strategies, 4 at once")
     a = ap.parse_args()
     root = Path(a.root)
     root.mkdir(parents=True, exist_ok=True)
     src = root / "a.zarr"
     e2e.make_input(src, 131072)
     rows = 8192  # one 1 GiB block
+    if a.reads_only:
+        return reads(src, rows)
     # page faults: a fresh 1 GiB buffer, first touch vs second
     buf, dt = t(lambda: np.ones(GiB // 4, np.float32))
     _, dt2 = t(lambda: buf.fill(2))
@@ -126,6 +129,29 @@ def main():
             for k2, v in laps.items():
                 stages[k2] = round(stages.get(k2, 0) + v, 2)
         say(what="run_block x8, one GPU", threads=conc, s=dt, GBps=8 * GiB / dt / 1e9, stages=stages)
+
+
+def reads(src, rows):
+    """zarrs reads of 1 GiB blocks, 4 at once: plain, into pinned memory (out=), plain + copy."""
+    import zarr
+    from zarr.core.buffer import default_buffer_prototype
+
+    from distconv.backends.cuda.transfer import pinned_empty
+
+    zarr.config.set({"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"})
+    z = zarr.open_array(str(src), mode="r")
+    bufs = [pinned_empty((rows, z.shape[1]), np.float32) for _ in range(4)]
+    nd = default_buffer_prototype().nd_buffer
+
+    ways = {"plain": lambda k: z[k * rows:(k + 1) * rows],
+            "out=pinned": lambda k: z.get_basic_selection((slice(k * rows, (k + 1) * rows),),
+                                                          out=nd.from_numpy_array(bufs[k % 4])),
+            "plain+copyto pinned": lambda k: np.copyto(bufs[k % 4], z[k * rows:(k + 1) * rows])}
+    for name, fn in ways.items():
+        for conc in (1, 4):
+            with ThreadPoolExecutor(conc) as ex:
+                _, dt = t(lambda: list(ex.map(fn, range(4))))
+            say(what="read 4 x 1 GiB", way=name, threads=conc, s=dt, GBps=4 * GiB / dt / 1e9)
 
 
 if __name__ == "__main__":

@@ -139,13 +139,14 @@ def read_rows(path: str, layout: Layout, lo: int, hi: int, decode):
     rows = Layout(layout.shape, (c0,) + layout.shard[1:], layout.inner, layout.dtype)
     other = rows.shard_grid(1)[1:]
     per_other = math.prod(layout.per_shard[1:])
-    cache: dict = {}
+    cache: dict = {}  # the shards of one shard row: each file is read once
     frames = []
     for k in range(k0, k1):
         for idx in np.ndindex(*other):
             key = (k // per0,) + idx
             if key not in cache:
-                cache.clear()
+                if any(c[0] != key[0] for c in cache):
+                    cache.clear()
                 cache[key] = _shard_frames(path, layout, key)
             sf = cache[key]
             start = (k % per0) * per_other

@@ -21,6 +21,21 @@ def pinned_empty(shape, dtype) -> np.ndarray:
     return np.frombuffer(mem, dtype=dtype, count=n).reshape(shape)
 
 
+_STAGING: dict = {}
+
+
+def staging(slot, name: str, nbytes: int) -> np.ndarray:
+    """A pinned uint8 buffer of at least ``nbytes`` owned by (slot, name), kept and reused:
+    allocating page-locked memory is slow and serializes with other CUDA calls, so the I/O
+    path allocates it once per in-flight block slot. The caller owns it until its block ends."""
+    key = (slot, name)
+    buf = _STAGING.get(key)
+    if buf is None or buf.size < nbytes:
+        _STAGING.pop(key, None)
+        buf = _STAGING[key] = pinned_empty(max(nbytes, 1), np.uint8)
+    return buf[:nbytes]
+
+
 def to_device(host: np.ndarray, pinned: bool = False):
     """``host`` on the current device; a pageable array is staged through pinned memory."""
     import cupy
@@ -34,10 +49,12 @@ def to_device(host: np.ndarray, pinned: bool = False):
     return out
 
 
-def to_host(device) -> np.ndarray:
-    """A device array copied into pinned host memory (synchronous)."""
+def to_host(device, out: np.ndarray | None = None) -> np.ndarray:
+    """A device array copied into pinned host memory (``out``, or a new buffer); synchronous."""
     import cupy
 
-    out = pinned_empty(device.shape, device.dtype)
+    if out is None:
+        out = pinned_empty(device.shape, device.dtype)
+    out = out.view(device.dtype).reshape(device.shape)
     cupy.ascontiguousarray(device).get(out=out)
     return out

@@ -37,43 +37,37 @@ def _codec():
     return codecs[dev]
 
 
-def _bound(n: int) -> int:
-    """zstd's worst-case compressed size of n bytes (ZSTD_COMPRESSBOUND), 16-byte rounded."""
-    return (n + (n >> 8) + (((128 << 10) - n) >> 11 if n < (128 << 10) else 0) + 64 + 15) // 16 * 16
-
-
-def encode_frames(block, frame_nbytes: int) -> list:
+def encode_frames(block, frame_nbytes: int, slot=None) -> list:
     """``block`` (contiguous cupy) cut into frames of ``frame_nbytes``, compressed on the GPU in
-    one batch into one device buffer (a frame per fixed-size slot), moved to pinned host memory
-    in one copy; returns memoryviews of the frames in order."""
+    one batch, packed on the device and moved to pinned host memory (the I/O ``slot``'s
+    staging buffer when given) in one copy; returns memoryviews of the frames in order, valid
+    until that slot's next block."""
     import cupy
     from nvidia import nvcomp
 
-    from .transfer import to_host
+    from .transfer import staging, to_host
 
     raw = cupy.ascontiguousarray(block).view(cupy.uint8).reshape(-1)
     offsets = list(range(0, raw.size, frame_nbytes))
     sizes = [min(frame_nbytes, raw.size - o) for o in offsets]
-    slot = _bound(frame_nbytes)
-    packed = cupy.empty(slot * len(offsets), dtype=cupy.uint8)
     stream = cupy.cuda.get_current_stream().ptr
-    srcs = nvcomp.as_arrays(raw, offsets, sizes, cuda_stream=stream)
-    dsts = nvcomp.as_arrays(packed, [i * slot for i in range(len(offsets))], [slot] * len(offsets),
-                            cuda_stream=stream)
-    encoded = _codec().encode(srcs, out=dsts)
-    lengths = encoded.buffer_sizes  # waits for the encode
-    used = max(i * slot + n for i, n in enumerate(lengths))
-    host = memoryview(to_host(packed[:used]))
-    return [host[i * slot:i * slot + n] for i, n in enumerate(lengths)]
+    encoded = _codec().encode(nvcomp.as_arrays(raw, offsets, sizes, cuda_stream=stream))
+    views = [cupy.asarray(encoded[i]).view(cupy.uint8).reshape(-1) for i in range(len(offsets))]
+    lengths = [v.size for v in views]
+    packed = cupy.concatenate(views)
+    out = None if slot is None else staging(slot, "encoded", packed.size)
+    host = memoryview(to_host(packed, out).reshape(-1))
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    return [host[int(a):int(a) + n] for a, n in zip(starts, lengths)]
 
 
-def decode_frames(frames: list, frame_nbytes: int, dtype):
+def decode_frames(frames: list, frame_nbytes: int, dtype, slot=None):
     """Host frames -> one contiguous device array of ``dtype``: the frames gathered into pinned
     memory (16-byte aligned), one upload, one batched decode straight into place."""
     import cupy
     from nvidia import nvcomp
 
-    from .transfer import pinned_empty
+    from .transfer import pinned_empty, staging
 
     sizes = [len(memoryview(f).cast("B")) for f in frames]
     aligned = np.zeros(len(frames), dtype=np.int64)
@@ -81,7 +75,7 @@ def decode_frames(frames: list, frame_nbytes: int, dtype):
     for i, n in enumerate(sizes):  # 16-byte aligned starts, as the decoder wants
         aligned[i] = pos
         pos += (n + 15) // 16 * 16
-    host = pinned_empty(max(pos, 1), np.uint8)
+    host = pinned_empty(max(pos, 1), np.uint8) if slot is None else staging(slot, "frames", max(pos, 1))
     for f, a, n in zip(frames, aligned, sizes):
         host[a:a + n] = np.frombuffer(f, dtype=np.uint8)
     src = cupy.empty(host.size, dtype=cupy.uint8)
