@@ -217,7 +217,10 @@ def e2e_row(client, gpus, storage_rows=2048):
     root = Path(os.environ.get("TMPDIR", "/tmp")) / f"dc-e2e-{storage_rows}"
     src = root / "in.zarr"
     if not src.exists():
-        synthetic(str(src), (32768, 32768), (storage_rows, 32768), "float32", 0)
+        from distconv.graph.storage import create
+
+        lazy = synthetic((32768, 32768), (storage_rows, 32768), "float32", 0)
+        da.store(lazy, create(str(src), lazy.shape, lazy.chunksize, lazy.dtype), lock=False)
     wf = workflow.Workflow(name="e2e", kind="array", source=Path("e2e"), input={"path": str(src)},
                            steps=[("correlate", {"weights": W5.tolist()})],
                            outputs={"path": str(root / "out.zarr"), "codec": "zstd"}, chunks=[2048, 32768])

@@ -142,3 +142,61 @@ def test_resume_writes_only_missing_blocks_and_equals_clean_run(tmp_path):
     workflow.run(wf, progress=False, resume=True)
     np.testing.assert_array_equal(read(out), clean)
     assert (out / workflow.MARKER).exists() and not marks.exists()
+
+
+def _load_doc(tmp_path, doc):
+    p = tmp_path / "wf.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    return workflow.load(p)
+
+
+def _demo_doc(**steps0):
+    doc = yaml.safe_load((ROOT / "workflows" / "demo.yaml").read_text())
+    doc["input"]["synthetic"].update(shape=[32, 32], chunks=[16, 16])
+    doc["steps"][0].update(steps0)
+    return doc
+
+
+@pytest.mark.parametrize("change, match", [
+    ({"sigma": -1.0}, r"step 1 \(gaussian_filter\): sigma must be >= 0"),
+    ({"mode": "reflectt"}, r"step 1 \(gaussian_filter\): mode must be one of"),
+    ({"sigmaa": 1.0}, r"unknown key 'sigmaa' \(did you mean 'sigma'\?\)"),
+    ({"truncate": "x"}, r"truncate must be a real number"),
+])
+def test_bad_step_values_refused_at_load_before_anything_is_written(tmp_path, change, match):
+    doc = _demo_doc(**change)
+    with pytest.raises(workflow.WorkflowError, match=match):
+        _load_doc(tmp_path, doc)
+    assert not any(tmp_path.rglob("*.zarr"))
+
+
+def test_every_problem_of_a_file_reported_at_once(tmp_path):
+    doc = _demo_doc(sigma=-1.0)
+    doc["steps"][1]["mode"] = "nowhere"
+    doc["outputs"]["histogram"] = {"bins": 0}
+    with pytest.raises(workflow.WorkflowError) as e:
+        _load_doc(tmp_path, doc)
+    msg = str(e.value)
+    assert "step 1" in msg and "step 2" in msg and "outputs.histogram: bins must be a positive" in msg
+
+
+def test_unsupported_synthetic_dtype_refused_before_it_is_written(tmp_path):
+    doc = _demo_doc()
+    doc["input"]["synthetic"]["dtype"] = "complex64"
+    with pytest.raises(workflow.WorkflowError, match="the input has dtype complex64"):
+        _load_doc(tmp_path, doc)
+    assert not any(tmp_path.rglob("*.zarr"))
+
+
+def test_dataset_variable_and_dims_checked_at_load(tmp_path):
+    doc = yaml.safe_load((ROOT / "workflows" / "gradient.yaml").read_text())
+    doc["input"]["synthetic"].update(shape=[2, 9, 12], chunks=[1, 9, 12])
+    doc["steps"][0]["dim"] = "longitude"
+    with pytest.raises(workflow.WorkflowError, match="'longitude' is not a dimension"):
+        _load_doc(tmp_path, doc)
+    doc["steps"][0]["dim"] = "lon"
+    wf = _load_doc(tmp_path, doc)
+    workflow.run(wf, progress=False)  # writes the input
+    doc["input"]["variable"] = "tempreature"
+    with pytest.raises(workflow.WorkflowError, match="input.variable 'tempreature' is not in"):
+        _load_doc(tmp_path, doc)

@@ -17,43 +17,78 @@ def ensure_input(wf: Workflow):
     inp = wf.input
     if not Path(inp["path"]).exists():
         if "synthetic" not in inp:
-            raise WorkflowError(f"input store {inp['path']!r} does not exist")
-        s = inp["synthetic"]
+            raise WorkflowError(f"input.path {inp['path']!r} does not exist")
+        lazy = _synthetic(wf)
         if "variable" in inp:
-            synthetic_dataset(inp["path"], inp["variable"], s["shape"], s["chunks"], s.get("dims"),
-                                 s.get("dtype", "float32"), s.get("seed", 0))
+            import warnings
+
+            with warnings.catch_warnings():  # consolidated metadata: xr.open_zarr then opens quietly
+                warnings.filterwarnings("ignore", message=".*[Cc]onsolidated metadata.*")
+                lazy.to_zarr(inp["path"], mode="w-", consolidated=True)
         else:
-            synthetic(inp["path"], s["shape"], s["chunks"], s.get("dtype", "float32"), s.get("seed", 0))
+            s = inp["synthetic"]
+            da.store(lazy, storage.create(inp["path"], lazy.shape, s["chunks"], lazy.dtype), lock=False)
+
+
+def lazy_input(wf: Workflow):
+    """The input as a lazy dask array or DataArray, region applied; nothing written or read
+    but metadata and coordinates. A synthetic input not written yet is its lazy definition,
+    so a workflow can be checked whole before anything runs."""
+    inp = wf.input
+    if not Path(inp["path"]).exists():
+        if "synthetic" not in inp:
+            raise WorkflowError(f"input.path {inp['path']!r} does not exist")
+        arr = _synthetic(wf)
+        if "variable" in inp:
+            arr = arr[inp["variable"]]
+    elif "variable" in inp:
+        import xarray as xr
+
+        try:
+            ds = xr.open_zarr(inp["path"], consolidated=None)
+        except Exception as e:  # noqa: BLE001 - not a dataset: say which key and value
+            raise WorkflowError(f"input.path {inp['path']!r} is not a Zarr dataset: {e}") from None
+        if inp["variable"] not in ds.data_vars:
+            raise WorkflowError(f"input.variable {inp['variable']!r} is not in {inp['path']!r}; "
+                                f"it has {', '.join(map(str, ds.data_vars)) or 'no variables'}")
+        arr = ds[inp["variable"]]
+    else:
+        try:
+            arr = storage.open_array(inp["path"])
+        except (ValueError, FileNotFoundError) as e:
+            raise WorkflowError(f"input.path: {e}") from None
+    if inp.get("region"):
+        arr = _region(arr, inp["region"])
+    return arr
+
+
+def _region(arr, region):
+    try:
+        if hasattr(arr, "dims"):
+            bad = sorted(set(map(str, region)) - set(map(str, arr.dims)))
+            if bad:
+                raise ValueError(f"{bad[0]!r} is not a dimension; dims are {tuple(arr.dims)}")
+            arr = arr.isel({k: slice(*v) for k, v in region.items()})
+        else:
+            arr = arr[tuple(slice(*region.get(a, region.get(str(a), [None]))) for a in range(arr.ndim))]
+    except (TypeError, ValueError) as e:
+        raise WorkflowError(f"input.region {region!r} is not valid: {e}") from None
+    if arr.size == 0:
+        raise WorkflowError(f"input.region {region!r} selects nothing")
+    return arr
 
 
 def open_input(wf: Workflow, gpu: bool):
     """The input as a planned dask array (or DataArray), with its storage chunks and size."""
-    inp = wf.input
     ensure_input(wf)
-    if "variable" in inp:
-        import xarray as xr
-
-        ds = xr.open_zarr(inp["path"], consolidated=False)
-        if inp["variable"] not in ds.data_vars:
-            raise WorkflowError(f"input variable {inp['variable']!r} is not in {inp['path']!r}")
-        arr = ds[inp["variable"]]
-        if inp.get("region"):
-            arr = arr.isel({k: slice(*v) for k, v in inp["region"].items()})
+    arr = lazy_input(wf)
+    if hasattr(arr, "dims"):
         stored = tuple(c[0] for c in arr.data.chunks)
         data = plan(arr.data, wf.chunks, gpu)
         if gpu:
             data = storage.to_device_blocks(data)
         arr = arr.copy(data=data)
         return arr, {"storage": stored, "nbytes": arr.nbytes, "array": arr}
-    arr = storage.open_array(inp["path"])
-    if inp.get("region"):
-        region = inp["region"]
-        try:
-            arr = arr[tuple(slice(*region.get(a, region.get(str(a), [None]))) for a in range(arr.ndim))]
-        except (TypeError, ValueError) as e:
-            raise WorkflowError(f"input.region {region!r} is not valid: {e}") from None
-        if arr.size == 0:
-            raise WorkflowError(f"input.region {region!r} selects nothing")
     stored = tuple(c[0] for c in arr.chunks)
     arr = plan(arr, wf.chunks, gpu)
     if gpu:
@@ -69,28 +104,54 @@ def plan(arr, chunks, gpu: bool):
     return arr
 
 
-def synthetic_dataset(path: str, variable: str, shape, chunks, dims=None, dtype="float32", seed: int = 0):
-    """An xarray dataset (time, lat, lon by default) with coordinates, written to Zarr."""
+def _synthetic(wf: Workflow):
+    """The lazy synthetic input of ``wf`` (a Dataset when input.variable is set)."""
+    inp, spec = wf.input, wf.input["synthetic"]
+    args = (spec["shape"], spec["chunks"])
+    if "variable" in inp:
+        return synthetic_dataset(inp["variable"], *args, spec.get("dims"), spec.get("dtype", "float32"),
+                                 spec.get("seed", 0))
+    return synthetic(*args, spec.get("dtype", "float32"), spec.get("seed", 0))
+
+
+def synthetic_dataset(variable: str, shape, chunks, dims=None, dtype="float32", seed: int = 0):
+    """A lazy xarray dataset (time, lat, lon by default): a smooth field plus noise, in kelvin,
+    on coordinates that look like a globe (lat -90..90, lon 0..360 exclusive, hourly time)."""
     import xarray as xr
 
     dims = list(dims or ["time", "lat", "lon"][-len(shape):])
-    coords = {d: np.linspace(0.0, 1.0 if d != "time" else n - 1.0, n) for d, n in zip(dims, shape)}
+    coords = {d: _coordinate(d, n) for d, n in zip(dims, shape)}
     rs = da.random.RandomState(seed)
-    grids = da.meshgrid(*[da.from_array(coords[d], chunks=c) for d, c in zip(dims, chunks)], indexing="ij")
-    field = sum(da.sin(2 * np.pi * (i + 1) * g) for i, g in enumerate(grids))
+    unit = [da.from_array(np.linspace(0.0, 1.0, n), chunks=c) for n, c in zip(shape, chunks)]
+    grids = da.meshgrid(*unit, indexing="ij")
+    field = 280.0 + sum(da.sin(2 * np.pi * (i + 1) * g) for i, g in enumerate(grids))
     data = (field + 0.1 * rs.standard_normal(tuple(shape), chunks=tuple(chunks))).astype(dtype)
     ds = xr.Dataset({variable: (dims, data.rechunk(tuple(chunks)))}, coords=coords,
                     attrs={"title": "distconv synthetic dataset"})
     ds[variable].attrs["units"] = "K"
-    ds.to_zarr(path, mode="w", consolidated=False)
+    for d in dims:
+        ds[d].attrs.update(_COORD_ATTRS.get(d, {}))
+    return ds
 
 
-def synthetic(path: str, shape, chunks, dtype="float32", seed: int = 0, codec: str = "zstd"):
-    """A smooth random field with noise (so filters have structure to act on), written once."""
+_COORD_ATTRS = {"lat": {"units": "degrees_north", "standard_name": "latitude"},
+                "lon": {"units": "degrees_east", "standard_name": "longitude"},
+                "time": {"long_name": "time", "units": "hours"}}
+
+
+def _coordinate(dim: str, n: int) -> np.ndarray:
+    if dim == "lat":
+        return np.linspace(-90.0, 90.0, n)
+    if dim == "lon":
+        return np.arange(n) * (360.0 / n)
+    return np.arange(n, dtype=np.float64)
+
+
+def synthetic(shape, chunks, dtype="float32", seed: int = 0):
+    """A lazy smooth random field with noise (so filters have structure to act on)."""
     rs = da.random.RandomState(seed)
     noise = rs.standard_normal(tuple(shape), chunks=tuple(chunks)).astype(dtype)
     grids = da.meshgrid(*[da.linspace(0, 6 * np.pi, n, chunks=c) for n, c in zip(shape, chunks)],
                         indexing="ij")
     field = sum(da.sin(g * (i + 1)) for i, g in enumerate(grids)).astype(dtype)
-    arr = (field + 0.3 * noise).rechunk(tuple(chunks))
-    da.store(arr, storage.create(path, shape, chunks, dtype, codec), lock=False)
+    return (field + 0.3 * noise).rechunk(tuple(chunks))
