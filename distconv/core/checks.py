@@ -93,3 +93,16 @@ def origins(origin, shape: tuple, name: str = "origin") -> tuple:
         if not 0 <= k // 2 + o < k:
             raise ValueError(f"{name}={origin!r} puts the centre outside a mask of shape {shape}")
     return org
+
+
+def warn_user(message: str, category=UserWarning):
+    """Warn pointing at the user's line: the first frame outside the distconv package."""
+    import os
+    import sys
+    import warnings
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)

@@ -13,13 +13,13 @@ compute task where its centre lives (by far its largest input). No pad, no trim,
 from __future__ import annotations
 
 import itertools
-import warnings
 from functools import partial
 
 import dask.array as da
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
+from ..core.checks import warn_user
 from ..core.tile import Tile
 
 
@@ -57,8 +57,7 @@ def plan_chunks(x: da.Array, depth: tuple, allow_rechunk: bool = True) -> da.Arr
             raise ValueError(
                 f"chunks along axis {axis} {sizes} are too thin for a halo of ({lo}, {hi}); "
                 f"rechunk, or pass allow_rechunk=True")
-        warnings.warn(f"axis {axis}: chunks too thin for a halo of ({lo}, {hi}) merged into "
-                      f"{merged}", stacklevel=4)
+        warn_user(f"axis {axis}: chunks too thin for a halo of ({lo}, {hi}) merged into {merged}")
         new[axis] = merged
     return x if tuple(new) == x.chunks else x.rechunk(tuple(new))
 
@@ -111,8 +110,12 @@ def block_locations(x: da.Array):
 
 
 def map_halo(x: da.Array, func, depth: tuple, periodic: tuple, name: str, dtype,
-             allow_rechunk: bool = True, **params) -> da.Array:
-    """Lazily apply ``func(tile, **params) -> centre-shaped block`` to every chunk of ``x``."""
+             allow_rechunk: bool = True, per_chunk: tuple | None = None, **params) -> da.Array:
+    """Lazily apply ``func(tile, **params) -> centre-shaped block`` to every chunk of ``x``.
+
+    ``per_chunk``: func returns a small array of this shape per chunk instead (counts of a
+    fused histogram, say); the result then stacks them, (chunks, *per_chunk), in C order of
+    the chunks, for a tree merge (graph.merge)."""
     depth = tuple((int(lo), int(hi)) for lo, hi in depth)
     x = plan_chunks(x, depth, allow_rechunk)
     nb = x.numblocks
@@ -168,9 +171,12 @@ def map_halo(x: da.Array, func, depth: tuple, periodic: tuple, name: str, dtype,
     for src, specs in sends.items():
         unique = tuple(dict(specs).items())
         dsk[(halo_name,) + src] = (_cut, (x.name,) + src, unique)
-    for index, (halo, routes, sources) in plans.items():
+    for j, (index, (halo, routes, sources)) in enumerate(plans.items()):
         fn = partial(_run, func, halo, routes, **params)
-        dsk[(out_name,) + index] = (fn, (x.name,) + index, *sources)
+        if per_chunk is None:
+            dsk[(out_name,) + index] = (fn, (x.name,) + index, *sources)
+        else:
+            dsk[(out_name, j) + (0,) * len(per_chunk)] = (_stacked, fn, (x.name,) + index, *sources)
 
     hlg = x.__dask_graph__()
     layers, deps = dict(hlg.layers), dict(hlg.dependencies)
@@ -183,4 +189,12 @@ def map_halo(x: da.Array, func, depth: tuple, periodic: tuple, name: str, dtype,
     deps[out_name] = below
     graph = HighLevelGraph(layers, deps)
     meta = x._meta.astype(dtype) if hasattr(x._meta, "astype") else None
+    if per_chunk is not None:
+        chunks = ((1,) * len(plans),) + tuple((n,) for n in per_chunk)
+        meta = None if meta is None else meta.reshape((0,) * (1 + len(per_chunk)))
+        return da.Array(graph, out_name, chunks, dtype=dtype, meta=meta)
     return da.Array(graph, out_name, x.chunks, dtype=dtype, meta=meta)
+
+
+def _stacked(fn, *blocks):
+    return fn(*blocks)[None]

@@ -100,9 +100,15 @@ def _counts(func, arrays, shape, weighted):
     x = arrays[0]
     if checks.array_kind(x) == "dask":
         from ..graph import merge
+        from .filters import apply_stencil, fused_source
 
+        dtype = np.float64 if weighted else np.int64
+        fused = fused_source(x)
+        if fused is not None and len(arrays) == 1:  # count inside the stencil's own tasks
+            source, st = fused
+            return merge.merge(apply_stencil(source, st, per_chunk=shape, out_func=func, dtype=dtype))
         rest = merge.unify(x, *[merge.as_dask_like(x, a) for a in arrays[1:]])
-        parts = merge.per_chunk(func, [x, *rest], shape, np.float64 if weighted else np.int64)
+        parts = merge.per_chunk(func, [x, *rest], shape, dtype)
         return merge.merge(parts)
     return func(*arrays)
 

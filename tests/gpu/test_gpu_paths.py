@@ -220,3 +220,24 @@ def test_fused_separable_gaussian_2d(cp, rng, mode):
     with dask.config.set(scheduler="threads"):
         got = dc.gaussian_filter(x, 2.0, mode=mode).compute()
     assert_matches(got, ndi.gaussian_filter(a, 2.0, mode=mode))
+
+
+@pytest.mark.parametrize("chunks", [(40, 50), (23, 17), (97, 101)])
+@pytest.mark.parametrize("mode", ["nearest", "wrap"])
+def test_fused_chain_and_histogram_on_cupy_chunks(cp, rng, chunks, mode):
+    x = rng.standard_normal((97, 101)).astype(np.float32)
+
+    def chain(a):
+        y = dc.gaussian_filter(a, 1.5, mode=mode)
+        return dc.derivative(dc.laplace(y, mode=mode), axis=0, accuracy=4, mode=mode)
+
+    poison_gpu_pool(x.nbytes * 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        d = da.from_array(x, chunks=chunks).map_blocks(cp.asarray)
+        got = chain(d)
+        h, _ = dc.histogram(got, bins=32, range=(-1.0, 1.0))
+        got, h = dask.compute(got, h)
+    ref = chain(x)
+    assert_matches(got, ref, scale=float(np.abs(ref).max()))
+    np.testing.assert_array_equal(cp.asnumpy(h), np.histogram(cp.asnumpy(got), bins=32, range=(-1.0, 1.0))[0])

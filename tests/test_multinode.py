@@ -1,0 +1,62 @@
+"""Beyond one node, as a multi-node user runs it: a `dask scheduler` and two `dask worker`
+processes (here on 127.0.0.1), cluster.yaml with `type: address`, `distconv run` end to end,
+the output checked against scipy."""
+
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import scipy.ndimage as ndi
+import zarr
+
+
+@pytest.fixture
+def scheduler(tmp_path):
+    sfile = tmp_path / "scheduler.json"
+    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                               "--port", "0", "--dashboard-address", "127.0.0.1:0",
+                               "--scheduler-file", str(sfile)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)]
+    try:
+        deadline = time.time() + 60
+        while not sfile.exists() and time.time() < deadline:
+            time.sleep(0.2)
+        assert sfile.exists(), "the scheduler did not start"
+        for _ in range(2):
+            procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker",
+                                           "--scheduler-file", str(sfile), "--nthreads", "1",
+                                           "--host", "127.0.0.1", "--no-dashboard", "--memory-limit", "2GB"],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path))
+        address = json.loads(sfile.read_text())["address"]
+        from distributed import Client
+
+        with Client(address, timeout="30s") as c:
+            c.wait_for_workers(2, timeout=60)
+        yield address
+    finally:
+        for p in procs[::-1]:
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_workflow_on_a_running_scheduler_with_two_workers(tmp_path, scheduler):
+    (tmp_path / "cluster.yaml").write_text(f"cluster:\n  type: address\n  address: {scheduler}\n")
+    for name, steps, chunks in (("direct", "[{op: gaussian_filter, sigma: 1.5}]", "auto"),
+                                ("general", "[{op: cumsum, axis: 0}]", "[16, 40]")):
+        wf = tmp_path / f"{name}.yaml"
+        wf.write_text(f"input: {{path: in.zarr, synthetic: {{shape: [80, 40], chunks: [16, 40]}}}}\n"
+                      f"chunks: {chunks}\nsteps: {steps}\noutputs: {{path: {name}.zarr}}\n")
+        res = subprocess.run([sys.executable, "-m", "distconv.cli", "run", str(wf), "--no-progress",
+                              "--cluster", str(tmp_path / "cluster.yaml"), "--json", str(tmp_path / f"{name}.json")],
+                             capture_output=True, text=True, cwd=tmp_path, timeout=300)
+        assert res.returncode == 0, res.stderr
+        assert json.loads((tmp_path / f"{name}.json").read_text())["path"] == name
+        x = zarr.open_array(str(tmp_path / "in.zarr"), mode="r")[...]
+        ref = ndi.gaussian_filter(x, 1.5) if name == "direct" else np.cumsum(x, axis=0)
+        np.testing.assert_allclose(zarr.open_array(str(tmp_path / f"{name}.zarr"), mode="r")[...], ref,
+                                   rtol=1e-5, atol=1e-4)
