@@ -58,6 +58,10 @@ def run(workflow_path, cluster_path, overwrite, resume, no_progress, json_path):
                                        resume=resume)
     except (workflow.WorkflowError, ClusterConfigError, ValueError, TypeError, FileNotFoundError) as e:
         _fail(str(e))
+    except KeyboardInterrupt:
+        click.echo(f"distconv: interrupted; finished blocks are kept: run again with --resume to "
+                   f"write only the rest ({workflow_path})", err=True)
+        sys.exit(130)
     first = summary.pop("first_task_at", None)
     if first is not None:
         summary["startup_s"] = round(first - started, 2)
@@ -90,6 +94,11 @@ def bench(args):
     root = Path(__file__).resolve().parents[1]
     if not (root / "benchmarks" / "__main__.py").is_file():
         _fail("benchmarks/ not found: run from a source checkout")
+    from .backends.devices import gpu_count, gpu_stack_available
+
+    if not (gpu_count() and gpu_stack_available()):
+        _fail("the benchmark table needs a CUDA GPU with cupy (nvidia-smi lists none here, or "
+              "the GPU extra is not installed)")
     sys.argv = ["benchmarks", *args]
     sys.path.insert(0, str(root))
     runpy.run_module("benchmarks", run_name="__main__")

@@ -53,3 +53,30 @@ def test_run_small_workflow_end_to_end(tmp_path):
     np.testing.assert_allclose(out, ndi.gaussian_filter(src, 1.0), rtol=1e-6, atol=1e-6)
     again = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
     assert again.returncode == 2 and "exists" in again.stderr  # no overwrite by default
+
+
+def test_bench_without_gpu_is_a_one_line_error():
+    import shutil
+
+    if shutil.which("nvidia-smi"):
+        import pytest
+
+        pytest.skip("a GPU machine runs the table")
+    res = CliRunner().invoke(main, ["bench"])
+    assert res.exit_code == 2 and res.output.startswith("distconv: error:") and "GPU" in res.output
+
+
+def test_progress_on_a_pipe_is_a_few_plain_lines(tmp_path):
+    wf = tmp_path / "wf.yaml"
+    wf.write_text("input:\n  path: in.zarr\n  synthetic: {shape: [64, 40], chunks: [8, 40]}\n"
+                  "steps:\n  - {op: gaussian_filter, sigma: 1.0}\noutputs:\n  path: out.zarr\n"
+                  "  histogram: {bins: 8, range: [-3, 3], json: h.json}\n")
+    c = tmp_path / "cluster.yaml"
+    c.write_text("cluster:\n  type: cpu\n  n_workers: 1\n  threads_per_worker: 2\n  processes: false\n"
+                 "  dashboard_address: '127.0.0.1:0'\n")
+    res = subprocess.run([sys.executable, "-m", "distconv.cli", "run", str(wf), "--cluster", str(c)],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    lines = [ln for ln in res.stdout.splitlines() if "% of" in ln]
+    assert len(lines) == 4 and lines[-1].startswith("distconv: 100%") and "\r" not in res.stdout
+    assert f"json: {tmp_path / 'h.json'}" in res.stdout  # the summary says where outputs went

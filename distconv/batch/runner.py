@@ -121,10 +121,7 @@ def _compute(job, client, progress) -> tuple[dict, object]:
     with get_task_stream(client) as ts:
         fut = client.compute(job)
         if progress:
-            from distributed import progress as show
-
-            show(fut)
-            print()
+            _show_progress(fut)
         results = client.gather(fut)
     busy: dict = {}
     starts = [s["start"] for task in ts.data for s in task.get("startstops", ()) if s["action"] == "compute"]
@@ -176,12 +173,39 @@ def _use_gpu(wf: Workflow, client) -> bool:
     return gpus
 
 
+def _show_progress(fut):
+    """A live bar on a terminal; on a pipe or in a log, a plain line at each quarter."""
+    import sys
+    import time
+
+    if sys.stdout.isatty():
+        from distributed import progress as show
+
+        show(fut)
+        print()
+        return
+    from distributed.client import futures_of
+
+    futures = futures_of(fut)
+    total, shown, t0 = len(futures), 0, time.perf_counter()
+    while shown < 4:
+        done = sum(f.done() for f in futures)
+        while shown < 4 and done * 4 >= (shown + 1) * total:
+            shown += 1
+            print(f"distconv: {25 * shown}% of {total} tasks done, {time.perf_counter() - t0:.1f} s",
+                  flush=True)
+        if shown < 4:
+            time.sleep(0.5)
+
+
 def format_summary(s: dict) -> str:
     peak = "" if s.get("gpu_memory_peak") is None else f", GPU memory peak {s['gpu_memory_peak'] / 2**30:.2f} GiB"
     steps = "".join(f"\n  {k}: {v:.3f} s busy" for k, v in (s.get("step_seconds") or {}).items())
     start = "" if s.get("startup_s") is None else f", first task {s['startup_s']:.1f} s after start"
     if "shape" not in s:
         return f"{s['workflow']}: {s.get('text', '')} -> {s['output']}"
+    extra = "".join(f"\n  {k}: {v}" for k, v in (s.get("histogram") or {}).items())
+    extra += f"\n  report: {s['report']}" if s.get("report") else ""
     return (f"{s['workflow']}: {' -> '.join(s['steps'])} on {tuple(s['shape'])} {s['dtype']}: "
             f"{s['bytes_in'] / 1e9:.3f} GB in, {s['bytes_out'] / 1e9:.3f} GB out, "
-            f"{s['seconds']:.2f} s, {s['GBps']:.3f} GB/s{peak}{start} -> {s['output']}{steps}")
+            f"{s['seconds']:.2f} s, {s['GBps']:.3f} GB/s{peak}{start} -> {s['output']}{extra}{steps}")
