@@ -212,3 +212,18 @@ def test_chunking_invariance_property(data):
 def test_bad_input_is_refused_naming_the_argument(rng, call, exc, match):
     with pytest.raises(exc, match=match):
         call(rng.standard_normal((6, 6)))
+
+
+def test_error_classes_match_scipy_and_keep_ours():
+    import scipy.ndimage as ndi
+
+    x = np.zeros((6, 7), np.float32)
+    cases = [(lambda f: f(x, sigma=[1.0]), "gaussian_filter"),
+             (lambda f: f(x, np.ones((3, 3)), origin=(0,)), "correlate"),
+             (lambda f: f(x, np.ones((3, 3)), mode=["reflect", "wrap"]), "correlate"),
+             (lambda f: f(x.astype(np.float16), np.ones((3, 3))), "correlate")]
+    for call, name in cases:
+        with pytest.raises(RuntimeError):
+            call(getattr(ndi, name))
+        with pytest.raises(RuntimeError):
+            call(getattr(dc, name))

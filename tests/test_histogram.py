@@ -91,3 +91,16 @@ def test_merge_is_a_tree(rng):
 def test_bad_input(rng, call, exc, match):
     with pytest.raises(exc, match=match):
         call(rng.standard_normal(10))
+
+
+def test_numpy_parity_weights_dtype_empty_bincount_and_range_precision():
+    a = np.arange(10)
+    for w in (np.ones(10, int), np.ones(10, np.uint8), np.ones(10, bool), np.ones(10, np.float32)):
+        got, ref = dc.histogram(a, weights=w)[0], np.histogram(a, weights=w)[0]
+        assert got.dtype == ref.dtype and np.array_equal(got, ref)
+    for kw in ({}, {"minlength": 3}):
+        got, ref = dc.bincount([], **kw), np.bincount([], **kw)
+        assert got.dtype == ref.dtype and np.array_equal(got, ref)
+    x, r = np.array([1.0], np.float32), [1 + np.finfo(np.float64).eps, 2.0]
+    (h, e), (hr, er) = dc.histogram(x, range=r), np.histogram(x, range=r)
+    assert e.dtype == er.dtype and np.array_equal(h, hr)

@@ -12,6 +12,16 @@ from .arrays import array_kind, is_cupy, to_host
 SUPPORTED_KINDS = "biuf"  # bool, signed, unsigned, float
 
 
+# scipy.ndimage raises RuntimeError where these say what is wrong more precisely; subclassing
+# both keeps `except ValueError` / `except TypeError` and scipy users' `except RuntimeError` working.
+class SequenceLengthError(ValueError, RuntimeError):
+    """A per-axis sequence (sigma, origin, mode, ...) of the wrong length."""
+
+
+class DtypeError(TypeError, RuntimeError):
+    """An array dtype distconv does not process (complex, float16, object, ...)."""
+
+
 def as_array(x, name: str = "x", kinds: str = SUPPORTED_KINDS):
     """``x`` as an array of a supported dtype (numpy/cupy/dask/xarray kept as they are)."""
     if array_kind(x) == "numpy" and not isinstance(x, np.ndarray):
@@ -21,7 +31,7 @@ def as_array(x, name: str = "x", kinds: str = SUPPORTED_KINDS):
             raise TypeError(f"{name} must be an array, got {type(x).__name__}") from e
     dt = np.dtype(x.dtype)
     if dt.kind not in kinds or dt == np.float16:
-        raise TypeError(f"{name} has dtype {dt}, which is not supported; use one of "
+        raise DtypeError(f"{name} has dtype {dt}, which is not supported; use one of "
                         f"{_kinds_text(kinds)}")
     return x
 
@@ -70,7 +80,7 @@ def per_axis(value, ndim: int, name: str, cast=float) -> tuple:
         return (cast(value),) * ndim
     seq = list(value)
     if len(seq) != ndim:
-        raise ValueError(f"{name} needs one value per axis ({ndim}), got {value!r}")
+        raise SequenceLengthError(f"{name} needs one value per axis ({ndim}), got {value!r}")
     return tuple(cast(v) for v in seq)
 
 

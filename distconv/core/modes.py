@@ -11,4 +11,10 @@ def canonical_mode(mode: str) -> str:
         if name in MODES:
             return name
     allowed = ", ".join(sorted(MODES) + sorted(ALIASES))
+    if isinstance(mode, (list, tuple)):  # scipy: RuntimeError for a sequence where one mode is taken
+        raise ModeSequenceError(f"mode must be one of {allowed} (one mode for this filter); got {mode!r}")
     raise ValueError(f"mode must be one of {allowed}; got {mode!r}")
+
+
+class ModeSequenceError(ValueError, RuntimeError):
+    """A sequence of modes where a filter takes one (scipy raises RuntimeError)."""

@@ -69,13 +69,16 @@ def bin_edges(x, bins=10, range=None):  # noqa: A002 - numpy's name
 
 
 def _check_range(range):  # noqa: A002
+    """(lo, hi) as given: their types decide numpy's edge dtype (a float64 scalar makes float64
+    edges for float32 data, a Python float does not)."""
     try:
-        lo, hi = (float(v) for v in range)
+        lo, hi = range
+        flo, fhi = float(lo), float(hi)
     except (TypeError, ValueError):
         raise ValueError(f"range must be a pair (min, max), got {range!r}") from None
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        raise ValueError(f"supplied range of [{lo}, {hi}] is not finite")
-    if lo > hi:
+    if not (np.isfinite(flo) and np.isfinite(fhi)):
+        raise ValueError(f"supplied range of [{flo}, {fhi}] is not finite")
+    if flo > fhi:
         raise ValueError(f"max must be larger than min in range parameter, got {range!r}")
     return lo, hi
 
@@ -127,8 +130,8 @@ def histogram(x, bins=10, range=None, weights=None, density=False):  # noqa: A00
     fn = partial(_hist_block, edges=e, uniform=uniform)
     arrays = [x] if w is None else [x, w]
     hist = _counts(fn, arrays, (len(e) - 1,), w is not None)
-    if w is not None and w.dtype.kind in "fiu":
-        hist = hist.astype(w.dtype if w.dtype.kind == "f" else np.result_type(w.dtype, np.float64))
+    if w is not None:  # numpy returns the weights' dtype (sums accumulate in float64 here)
+        hist = hist.astype(w.dtype)
     if density:
         db = np.diff(edges).astype(np.float64)
         hist = hist / db / hist.sum()
@@ -144,6 +147,8 @@ def bincount(x, weights=None, minlength=0):
     x = _data(x)
     if x.ndim != 1:
         raise ValueError(f"x must be 1-D for bincount, got {x.ndim} dimensions")
+    if x.size == 0 and x.dtype.kind == "f":  # numpy casts an empty list's float64 safely
+        x = x.astype(np.int64)
     if x.dtype.kind not in "iub":
         raise TypeError(f"x must hold integers for bincount, got dtype {x.dtype}")
     minlength = operator.index(minlength)
@@ -158,7 +163,6 @@ def bincount(x, weights=None, minlength=0):
         nbins = nbins if nbins > int(hi) else int(hi) + 1
     fn = partial(_bincount_block, nbins=nbins)
     return _counts(fn, [x] if w is None else [x, w], (nbins,), w is not None)
-
 
 
 def _bincount_block(xb, wb=None, *, nbins):
