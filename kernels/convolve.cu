@@ -209,11 +209,15 @@ __global__ void distconv_correlate_direct(const DcTile src, T *__restrict__ out,
 // Rounding: the intermediate stays in T, as scipy's chained 1-D filters keep it.
 // Limits: K0, K1 <= 33 (compile time); for mode constant the launcher uses it only when both
 //   masks sum to one (then the order of the two passes does not change the edges).
+#define DC_SEP_BX 32  // threads per block: DC_SEP_BX x DC_SEP_BY
+#define DC_SEP_BY 8
+#define DC_SEP_TH 32  // output tile: DC_SEP_TH rows x DC_SEP_TW columns per block
+#define DC_SEP_TW 64
 template <typename T, int K0, int K1>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(DC_SEP_BX *DC_SEP_BY)
 distconv_separable2d(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW, i64 offH,
                      i64 offW, int mode, T cval, int slot) {
-    constexpr int BX = 32, BY = 8, TH = 32, TW = 64, PY = TH / BY;
+    constexpr int BX = DC_SEP_BX, BY = DC_SEP_BY, TH = DC_SEP_TH, TW = DC_SEP_TW, PY = TH / BY;
     constexpr int SH = TH + K0 - 1, SW = TW + K1 - 1;
     extern __shared__ __align__(16) unsigned char dc_smem_raw[];
     T *s_in = reinterpret_cast<T *>(dc_smem_raw);

@@ -46,7 +46,7 @@ __device__ __forceinline__ int dc_bin(E v, const E *e, int nbins, E lo, E scale)
 // Shared memory (SMEM): (nbins+1)*sizeof(E) + copies*nbins*(4 or 8) bytes, dynamic.
 // Limits: nbins < 2^31; per block fewer than 2^32 values per bin (the launcher caps the work).
 template <typename T, typename E, int BINNING, bool WEIGHTED, typename W, bool SMEM>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(DC_BLOCK)
 distconv_histogram(const T *__restrict__ x, i64 n, const E *__restrict__ edges, int nbins, E lo,
                    E scale, const W *__restrict__ w, unsigned long long *counts, double *sums,
                    int copies) {
@@ -112,7 +112,7 @@ distconv_histogram(const T *__restrict__ x, i64 n, const E *__restrict__ edges, 
 // explicit edges per axis (binary search in global memory, read-only cache), global atomics.
 // Threads -> data: grid-stride over pairs. Shared memory: none.
 template <typename T, typename U, typename E, bool WEIGHTED, typename W>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(DC_BLOCK)
 distconv_histogram2d(const T *__restrict__ x, const U *__restrict__ y, i64 n, const E *__restrict__ ex,
                      int nx, const E *__restrict__ ey, int ny, const W *__restrict__ w,
                      unsigned long long *counts, double *sums) {

@@ -51,7 +51,7 @@ __device__ __forceinline__ void dc_km_stage(float *s, const float *__restrict__ 
 // Shared memory: 2 x KC x 128 floats = 32 KiB (descriptor and centroid slices).
 // Limits: float32; any n, K, D (D is walked in slices of 32, zero-padded; 16-byte loads when
 //   D % 4 == 0, which needs X and C 16-byte aligned: cupy allocations are); cnorm = |c_k|^2.
-__global__ void __launch_bounds__(256, 2)
+__global__ void __launch_bounds__(DC_BLOCK, 2)
 distconv_kmeans_assign(const float *__restrict__ X, i64 n, int D, const float *__restrict__ C, int K,
                        const float *__restrict__ cnorm, int *__restrict__ labels,
                        const long long *__restrict__ groups, unsigned long long *counts,
@@ -131,7 +131,7 @@ distconv_kmeans_assign(const float *__restrict__ X, i64 n, int D, const float *_
 //   the fit) and flushes them with one float64 atomic per non-zero entry; otherwise every value
 //   goes straight to global float64 atomics. Sums are float64; their rounding order varies.
 template <bool SMEM>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(DC_BLOCK)
 distconv_kmeans_accumulate(const float *__restrict__ X, i64 n, int D, const int *__restrict__ labels,
                            int K, double *sums, unsigned long long *counts) {
     extern __shared__ __align__(16) unsigned char dc_smem_raw[];

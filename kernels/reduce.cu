@@ -27,7 +27,7 @@ template <typename Tin, int VEC> struct alignas(16) dc_pack { Tin v[VEC]; };
 //   resets the ticket, so one launch does the whole reduction (deterministic order of partials).
 // Shared memory: 32 T. Limits: in must be 16-byte aligned when VEC > 1; gridDim.x <= 4096.
 template <typename Tin, typename T, class Op, int VEC>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(DC_BLOCK)
 distconv_reduce_all(const Tin *__restrict__ in, i64 n, T *partials, T *out, unsigned int *ticket) {
     constexpr int UNROLL = 4;
     __shared__ T warp_part[32];
@@ -75,7 +75,7 @@ distconv_reduce_all(const Tin *__restrict__ in, i64 n, T *partials, T *out, unsi
 // Threads -> data: one block per row (grid-stride over rows), threads stride along the row.
 // Shared memory: 32 T. Limits: none (64-bit sizes).
 template <typename Tin, typename T, class Op>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(DC_BLOCK)
 distconv_reduce_rows(const Tin *__restrict__ in, i64 rows, i64 n, T *__restrict__ out) {
     __shared__ T warp_part[32];
     for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -93,13 +93,13 @@ distconv_reduce_rows(const Tin *__restrict__ in, i64 rows, i64 n, T *__restrict_
 // Threads -> data: thread per column (coalesced across the warp), blockIdx.y picks a segment
 //   of rows, blockIdx.x the (outer, column strip). Registers only.
 template <typename Tin, typename T, class Op>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(DC_BLOCK)
 distconv_reduce_cols(const Tin *__restrict__ in, i64 outer, i64 n, i64 inner, T *__restrict__ out) {
-    const i64 strips = (inner + 255) / 256;
+    const i64 strips = (inner + DC_BLOCK - 1) / DC_BLOCK;
     const i64 seg_len = (n + gridDim.y - 1) / gridDim.y;
     const i64 r0 = blockIdx.y * seg_len, r1 = min(n, r0 + seg_len);
     for (i64 b = blockIdx.x; b < outer * strips; b += gridDim.x) {
-        const i64 o = b / strips, col = (b % strips) * 256 + threadIdx.x;
+        const i64 o = b / strips, col = (b % strips) * DC_BLOCK + threadIdx.x;
         if (col >= inner) continue;
         const Tin *p = in + o * n * inner + col;
         T a0 = Op::template identity<T>(), a1 = a0;  // two chains: two loads in flight

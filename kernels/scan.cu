@@ -39,10 +39,10 @@ __device__ __forceinline__ int dc_pad(int i) { return i + (i >> 5); }
 // Shared memory: 256*ITEMS*(33/32) T + 9 T. Status: flags[tiles] (zeroed), agg/inc[tiles].
 // Limits: any n and rows (64-bit); carry is one T per row or null.
 template <typename Tin, typename T, class Op, int ITEMS, bool EXCL>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(DC_BLOCK)
 distconv_scan_rows(const Tin *__restrict__ in, T *__restrict__ out, i64 rows, i64 n,
                    const T *__restrict__ carry, int *flags, T *agg, T *inc, unsigned long long *counter) {
-    constexpr int TILE = 256 * ITEMS;
+    constexpr int TILE = DC_BLOCK * ITEMS;
     __shared__ T s[TILE + TILE / 32];
     __shared__ T warp_inc[8];
     __shared__ T s_prefix;
@@ -59,7 +59,7 @@ distconv_scan_rows(const Tin *__restrict__ in, T *__restrict__ out, i64 rows, i6
 
 #pragma unroll
     for (int k = 0; k < ITEMS; ++k) {
-        const int idx = k * 256 + tid;
+        const int idx = k * DC_BLOCK + tid;
         s[dc_pad(idx)] = idx < len ? T(in[base + idx]) : ident;
     }
     __syncthreads();
@@ -121,7 +121,7 @@ distconv_scan_rows(const Tin *__restrict__ in, T *__restrict__ out, i64 rows, i6
     __syncthreads();
 #pragma unroll
     for (int k = 0; k < ITEMS; ++k) {
-        const int idx = k * 256 + tid;
+        const int idx = k * DC_BLOCK + tid;
         if (idx < len) out[base + idx] = s[dc_pad(idx)];
     }
 }
@@ -137,7 +137,7 @@ distconv_scan_rows(const Tin *__restrict__ in, T *__restrict__ out, i64 rows, i6
 // Registers: ROWS values of T per thread. Shared memory: none.
 // Limits: any sizes (64-bit); carry is (outer, inner) T or null.
 template <typename Tin, typename T, class Op, int ROWS, bool EXCL>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(DC_BLOCK)
 distconv_scan_cols(const Tin *__restrict__ in, T *__restrict__ out, i64 outer, i64 n, i64 inner,
                    const T *__restrict__ carry, int *flags, T *agg, T *inc, unsigned long long *counter) {
     __shared__ unsigned long long s_tile;
@@ -145,9 +145,9 @@ distconv_scan_cols(const Tin *__restrict__ in, T *__restrict__ out, i64 outer, i
     if (tid == 0) s_tile = atomicAdd(counter, 1ull);
     __syncthreads();
     const i64 tile = (i64)s_tile;
-    const i64 strips = (inner + 255) / 256, segs = (n + ROWS - 1) / ROWS;
+    const i64 strips = (inner + DC_BLOCK - 1) / DC_BLOCK, segs = (n + ROWS - 1) / ROWS;
     const i64 strip = tile % strips, seg = (tile / strips) % segs, o = tile / (strips * segs);
-    const i64 col = strip * 256 + tid, r0 = seg * ROWS;
+    const i64 col = strip * DC_BLOCK + tid, r0 = seg * ROWS;
     const bool valid = col < inner;
     const T ident = Op::template identity<T>();
     const i64 base = (o * n + r0) * inner + col;
@@ -162,9 +162,9 @@ distconv_scan_cols(const Tin *__restrict__ in, T *__restrict__ out, i64 outer, i
     T excl;
     if (seg == 0) {
         excl = (carry && valid) ? carry[o * inner + col] : ident;
-        inc[tile * 256 + tid] = Op::apply(excl, tile_agg);
+        inc[tile * DC_BLOCK + tid] = Op::apply(excl, tile_agg);
     } else {
-        agg[tile * 256 + tid] = tile_agg;
+        agg[tile * DC_BLOCK + tid] = tile_agg;
     }
     __threadfence();
     __syncthreads();
@@ -175,12 +175,12 @@ distconv_scan_cols(const Tin *__restrict__ in, T *__restrict__ out, i64 outer, i
             int f;
             do { f = dc_read_flag(flags, p); } while (f == DC_FLAG_NONE);
             __threadfence();
-            const T x = f == DC_FLAG_PREFIX ? dc_read_value(inc + p * 256 + tid) : dc_read_value(agg + p * 256 + tid);
+            const T x = f == DC_FLAG_PREFIX ? dc_read_value(inc + p * DC_BLOCK + tid) : dc_read_value(agg + p * DC_BLOCK + tid);
             running = Op::apply(x, running);
             if (f == DC_FLAG_PREFIX) break;
         }
         excl = running;
-        inc[tile * 256 + tid] = Op::apply(excl, tile_agg);
+        inc[tile * DC_BLOCK + tid] = Op::apply(excl, tile_agg);
         __threadfence();
         __syncthreads();
         if (tid == 0) atomicExch(flags + tile, DC_FLAG_PREFIX);

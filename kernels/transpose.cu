@@ -10,10 +10,12 @@
 // Shared memory: TILE x (TILE + 1) T; the +1 column of padding puts the 32 elements of a tile
 //   column in 32 different banks, so the transposed reads are conflict-free.
 // Limits: any sizes (64-bit offsets); T of 1, 2, 4 or 8 bytes.
+#define DC_TR_TILE 32  // a block moves a DC_TR_TILE x DC_TR_TILE tile
+#define DC_TR_ROWS 8   // threads per block: DC_TR_TILE x DC_TR_ROWS
 template <typename T>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(DC_TR_TILE *DC_TR_ROWS)
 distconv_transpose(const T *__restrict__ in, T *__restrict__ out, i64 B, i64 R, i64 C) {
-    constexpr int TILE = 32;
+    constexpr int TILE = DC_TR_TILE;
     __shared__ T tile[TILE][TILE + 1];
     const i64 ctiles = (C + TILE - 1) / TILE, rtiles = (R + TILE - 1) / TILE;
     for (i64 b = blockIdx.z; b < B; b += gridDim.z) {
@@ -23,13 +25,13 @@ distconv_transpose(const T *__restrict__ in, T *__restrict__ out, i64 B, i64 R, 
             for (i64 ct = blockIdx.x; ct < ctiles; ct += gridDim.x) {
                 const i64 r0 = rt * TILE, c0 = ct * TILE;
 #pragma unroll
-                for (int k = 0; k < TILE; k += 8) {
+                for (int k = 0; k < TILE; k += DC_TR_ROWS) {
                     const i64 r = r0 + threadIdx.y + k, c = c0 + threadIdx.x;
                     if (r < R && c < C) tile[threadIdx.y + k][threadIdx.x] = src[r * C + c];
                 }
                 __syncthreads();
 #pragma unroll
-                for (int k = 0; k < TILE; k += 8) {
+                for (int k = 0; k < TILE; k += DC_TR_ROWS) {
                     const i64 c = c0 + threadIdx.y + k, r = r0 + threadIdx.x;
                     if (r < R && c < C) dst[c * R + r] = tile[threadIdx.x][threadIdx.y + k];
                 }

@@ -58,3 +58,13 @@ def test_nvcc_compiles_every_instantiation_without_spills(tmp_path, pattern):
     spills = [m for m in re.findall(r"(\d+) bytes spill stores", res.stderr) if m != "0"]
     assert not spills, f"register spills in {pattern}: {res.stderr[-4000:]}"
     assert len(re.findall(r"Compiling entry function", res.stderr)) >= len(mod.INSTANTIATIONS)
+
+
+def test_python_and_cuda_share_each_number_once():
+    """Boundary-mode codes live in core/modes.py (the floor below the backends) and in
+    common.cuh: they must agree; every other shared number is read from the kernels."""
+    from distconv.core.modes import MODES
+
+    defs = loader.defines()
+    assert {name: defs[f"DC_{name.upper()}"] for name in MODES} == MODES
+    assert defs["DC_BLOCK"] == 256 and defs["DC_MASK_SLOTS"] >= 1

@@ -114,14 +114,16 @@ def _separable2d(tile: Tile, passes: list, mode: str, cval: float):
     offW = tile.halo[a1][0] - (k1 // 2 + o1)
     mask = np.concatenate([w0, w1]).astype(T)  # <= 66 values: always a constant-memory slot
     name = loader.template("distconv_separable2d", ctype(T), k0, k1)
-    smem = ((32 + k0 - 1) * (64 + k1 - 1) + (32 + k0 - 1) * 64) * T.itemsize
+    th, tw = loader.define("DC_SEP_TH"), loader.define("DC_SEP_TW")
+    smem = ((th + k0 - 1) * (tw + k1 - 1) + (th + k0 - 1) * tw) * T.itemsize  # kernel header formula
     fn = loader.function("convolve", name, smem)
     src, _keep = dc_tile(tile, gs)
-    grid = (-(-oW // 64), min(-(-oH // 32), 65535), min(oD, 65535))
+    grid = (-(-oW // tw), min(-(-oH // th), 65535), min(oD, 65535))
     args = (src, out, np.int64(oD), np.int64(oH), np.int64(oW), np.int64(offH), np.int64(offW),
             np.int32(MODES[mode]), scalar(cval, T))
     with slots_for(loader.module("convolve", name), T).use(mask) as slot:
-        fn(grid, (32, 8), args + (np.int32(slot),), shared_mem=smem)
+        fn(grid, (loader.define("DC_SEP_BX"), loader.define("DC_SEP_BY")), args + (np.int32(slot),),
+           shared_mem=smem)
     return out
 
 

@@ -11,6 +11,8 @@ SMEM_BUDGET = 96 * 1024   # privatized copies live here; above it the global-ato
 MAX_COPIES = 8
 PER_BLOCK = 2**30          # values per block at most, so uint32 shared counters cannot wrap
 
+BLOCK = loader.define("DC_BLOCK")  # threads per block, from kernels/common.cuh
+
 
 def _grid(n: int) -> int:
     sms = sm_count()
@@ -36,7 +38,7 @@ def _launch(x, edges_dev, E, nbins, binning, lo, scale, weights):
     weighted = w is not None
     counts = cupy.zeros(nbins, dtype=np.uint64)
     sums = cupy.zeros(nbins, dtype=np.float64) if weighted else counts
-    edge_bytes = 0 if binning == 2 else -(-(nbins + 1) * E.itemsize // 8) * 8
+    edge_bytes = 0 if binning == loader.define("DC_BIN_INTEGER") else -(-(nbins + 1) * E.itemsize // 8) * 8
     per_copy = nbins * (8 if weighted else 4)
     copies = int(max(1, min(MAX_COPIES, (SMEM_BUDGET - edge_bytes) // per_copy))) if per_copy else 1
     smem_ok = edge_bytes + per_copy <= SMEM_BUDGET
@@ -44,7 +46,7 @@ def _launch(x, edges_dev, E, nbins, binning, lo, scale, weights):
     name = loader.template("distconv_histogram", ctype(x.dtype), ctype(E), binning, weighted, wtype, smem_ok)
     fn = loader.function("histogram", name, smem)
     if n:
-        fn((_grid(n),), (256,), (x, np.int64(n), edges_dev, np.int32(nbins), E.type(lo), E.type(scale),
+        fn((_grid(n),), (BLOCK,), (x, np.int64(n), edges_dev, np.int32(nbins), E.type(lo), E.type(scale),
                                  w if weighted else np.uint64(0), counts, sums, np.int32(copies)),
            shared_mem=smem)
     return sums if weighted else counts.view(np.int64)
@@ -60,7 +62,8 @@ def counts(block, edges: np.ndarray, uniform: bool, weights=None):
     e = device_constant(edges.astype(E))
     lo = float(edges[0])
     scale = nbins / (float(edges[-1]) - lo)
-    return _launch(x, e, E, nbins, 0 if uniform else 1, lo, scale, weights)
+    binning = loader.define("DC_BIN_UNIFORM" if uniform else "DC_BIN_EDGES")
+    return _launch(x, e, E, nbins, binning, lo, scale, weights)
 
 
 @guard_memory
@@ -69,7 +72,8 @@ def bincount(block, nbins: int, weights=None):
 
     x = cupy.ascontiguousarray(block).ravel()
     E = np.dtype(np.float64)
-    return _launch(x, device_constant(np.zeros(1, dtype=E)), E, nbins, 2, 0.0, 0.0, weights)
+    return _launch(x, device_constant(np.zeros(1, dtype=E)), E, nbins, loader.define("DC_BIN_INTEGER"),
+                   0.0, 0.0, weights)
 
 
 @guard_memory
@@ -86,7 +90,7 @@ def counts2d(x, y, xedges, yedges, weights=None):
     name = loader.template("distconv_histogram2d", ctype(xs.dtype), ctype(ys.dtype), "double", weighted, wtype)
     if xs.size:
         loader.function("histogram", name)(
-            (_grid(xs.size),), (256,), (xs, ys, np.int64(xs.size), device_constant(np.asarray(xedges, dtype=E)), np.int32(nx),
+            (_grid(xs.size),), (BLOCK,), (xs, ys, np.int64(xs.size), device_constant(np.asarray(xedges, dtype=E)), np.int32(nx),
                                         device_constant(np.asarray(yedges, dtype=E)), np.int32(ny),
                                         w if weighted else np.uint64(0), counts, sums))
     out = sums if weighted else counts.view(np.int64)

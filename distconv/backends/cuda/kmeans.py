@@ -8,6 +8,8 @@ from . import guard_memory, loader, sm_count
 
 SMEM_ACCUMULATE = 96 * 1024
 
+BLOCK = loader.define("DC_BLOCK")  # threads per block, from kernels/common.cuh
+
 
 def _prepare(X, C):
     import cupy
@@ -24,9 +26,9 @@ def _assign(Xd, Cd, cnorm, groups=None, counts=None, score=None):
     n, D = Xd.shape
     labels = cupy.empty(n, dtype=np.int32)
     if n:
-        blocks = -(-n // 128)
+        blocks = -(-n // loader.define("DC_KM_BM"))
         loader.function("kmeans", "distconv_kmeans_assign")(
-            (blocks,), (256,), (Xd, np.int64(n), np.int32(D), Cd, np.int32(Cd.shape[0]), cnorm, labels,
+            (blocks,), (BLOCK,), (Xd, np.int64(n), np.int32(D), Cd, np.int32(Cd.shape[0]), cnorm, labels,
                                 groups if groups is not None else np.uint64(0),
                                 counts if counts is not None else np.uint64(0),
                                 score if score is not None else np.uint64(0)))
@@ -67,7 +69,7 @@ def partial_sums(X, C):
     if n:
         fn = loader.function("kmeans", loader.template("distconv_kmeans_accumulate", use_smem),
                              smem if use_smem else 0)
-        fn((int(min(-(-n // 8), sm_count() * 4)),), (256,), (Xd, np.int64(n), np.int32(D), labels, np.int32(K), sums, counts),
+        fn((int(min(-(-n // 8), sm_count() * 4)),), (BLOCK,), (Xd, np.int64(n), np.int32(D), labels, np.int32(K), sums, counts),
            shared_mem=smem if use_smem else 0)
     xnorm = cupy.einsum("ij,ij->i", Xd, Xd)
     inertia = cupy.maximum(score.astype(np.float64) + xnorm, 0).sum()

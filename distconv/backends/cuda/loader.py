@@ -50,6 +50,27 @@ def source(pattern: str) -> str:
     return inline((root / f"{pattern}.cu").read_text(), set())
 
 
+_DEFINE = re.compile(r"^#define\s+(DC_\w+)\s+(-?\d+)\b", re.M)
+
+
+@functools.cache
+def defines() -> dict:
+    """Every ``#define DC_NAME <integer>`` of the kernel sources: the numbers a launcher shares
+    with its kernel (block sizes, tiles, constant-memory slots) are read from here, never
+    written again in Python."""
+    out: dict = {}
+    for f in sorted(kernel_dir().glob("*.cu*")):
+        for name, value in _DEFINE.findall(f.read_text()):
+            if out.get(name, int(value)) != int(value):
+                raise ValueError(f"{name} is defined twice with different values in kernels/")
+            out[name] = int(value)
+    return out
+
+
+def define(name: str) -> int:
+    return defines()[name]
+
+
 _lock = threading.Lock()
 _modules: dict = {}
 

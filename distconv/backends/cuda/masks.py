@@ -14,14 +14,16 @@ from collections import OrderedDict
 
 import numpy as np
 
-SLOTS = 4
-CAPACITY = {np.dtype(np.float32): ("dc_mask_f32", 1024), np.dtype(np.float64): ("dc_mask_f64", 1024)}
+from . import loader
+
+SYMBOLS = {np.dtype(np.float32): ("dc_mask_f32", "DC_MASK_F32"), np.dtype(np.float64): ("dc_mask_f64", "DC_MASK_F64")}
 
 
 class MaskSlots:
     def __init__(self, module, dtype):
         self.module = module
-        self.symbol, self.capacity = CAPACITY[np.dtype(dtype)]
+        self.symbol, capacity = SYMBOLS[np.dtype(dtype)]
+        self.capacity, self.slots = loader.define(capacity), loader.define("DC_MASK_SLOTS")
         self.dtype = np.dtype(dtype)
         self.lock = threading.Lock()
         self.resident: OrderedDict[bytes, int] = OrderedDict()
@@ -36,7 +38,7 @@ class MaskSlots:
         with self.lock:
             slot = self.resident.get(key)
             if slot is None:
-                if len(self.resident) < SLOTS:
+                if len(self.resident) < self.slots:
                     slot = len(self.resident)
                 else:
                     _, slot = self.resident.popitem(last=False)

@@ -9,6 +9,7 @@ from . import guard_memory, loader, sm_count
 from .types import ctype
 
 MAX_BLOCKS = 2048
+BLOCK = loader.define("DC_BLOCK")  # threads per block, from kernels/common.cuh
 
 
 @guard_memory
@@ -41,12 +42,12 @@ def _reduce_all(a, op, T):
     import cupy
 
     vec = 16 // a.itemsize if a.data.ptr % 16 == 0 else 1
-    blocks = int(min(MAX_BLOCKS, max(1, -(-a.size // (256 * 4 * vec)))))
+    blocks = int(min(MAX_BLOCKS, max(1, -(-a.size // (BLOCK * 4 * vec)))))
     partials = cupy.empty(blocks, dtype=T)
     out = cupy.empty(1, dtype=T)
     ticket = cupy.zeros(1, dtype=np.uint32)
     name = loader.template("distconv_reduce_all", ctype(a.dtype), ctype(T), FUNCTORS[op], vec)
-    loader.function("reduce", name)((blocks,), (256,), (a, np.int64(a.size), partials, out, ticket))
+    loader.function("reduce", name)((blocks,), (BLOCK,), (a, np.int64(a.size), partials, out, ticket))
     return out
 
 
@@ -61,19 +62,19 @@ def _reduce_axis(a, op, axis, T):
     if inner == 1:
         out = cupy.empty(outer, dtype=T)
         name = loader.template("distconv_reduce_rows", tin, t, fn)
-        loader.function("reduce", name)((int(min(outer, 65535 * 4)),), (256,), (a, np.int64(outer), np.int64(n), out))
+        loader.function("reduce", name)((int(min(outer, 65535 * 4)),), (BLOCK,), (a, np.int64(outer), np.int64(n), out))
         return out.reshape(kshape)
-    strips = outer * -(-inner // 256)
+    strips = outer * -(-inner // BLOCK)
     segs = int(max(1, min(64, n // 64, (sm_count() * 16) // max(strips, 1))))  # ~16 blocks per SM
     part = cupy.empty((segs, outer, inner), dtype=T)
     name = loader.template("distconv_reduce_cols", tin, t, fn)
     fn_k = loader.function("reduce", name)
-    fn_k((int(min(strips, 65535 * 4)), segs), (256,), (a, np.int64(outer), np.int64(n), np.int64(inner), part))
+    fn_k((int(min(strips, 65535 * 4)), segs), (BLOCK,), (a, np.int64(outer), np.int64(n), np.int64(inner), part))
     if segs == 1:
         return part.reshape(kshape)
     out = cupy.empty((1, outer * inner), dtype=T)  # fold the segment partials: (1, segs, outer*inner)
     name2 = loader.template("distconv_reduce_cols", t, t, fn)
-    loader.function("reduce", name2)((int(min(-(-outer * inner // 256), 65535 * 4)), 1), (256,),
+    loader.function("reduce", name2)((int(min(-(-outer * inner // BLOCK), 65535 * 4)), 1), (BLOCK,),
                                      (part, np.int64(1), np.int64(segs), np.int64(outer * inner), out))
     return out.reshape(kshape)
 

@@ -11,6 +11,8 @@ from .types import ctype
 ROWS_ITEMS = {4: 16, 8: 8}   # elements per thread in a row tile, by sizeof(T)
 COLS_ROWS = {4: 32, 8: 16}   # rows per thread in a column tile
 
+BLOCK = loader.define("DC_BLOCK")  # threads per block, from kernels/common.cuh
+
 
 def _shape3(shape, axis):
     outer = int(np.prod(shape[:axis], dtype=np.int64))
@@ -35,24 +37,24 @@ def scan(block, op: str, axis: int, exclusive: bool, dtype, carry=None, variant:
     if variant in ("kogge-stone", "brent-kung"):
         if inner != 1 or n > 512 or carry is not None:
             raise ValueError("block-level scan variants take rows of at most 512 elements, no carry")
-        name = loader.template("distconv_scan_block", tin, t, fn, 256, 0 if variant == "kogge-stone" else 1, exclusive)
-        loader.function("scan", name)((min(outer, 65535),), (256,), (a, out, np.int64(outer), np.int32(n)))
+        name = loader.template("distconv_scan_block", tin, t, fn, BLOCK, 0 if variant == "kogge-stone" else 1, exclusive)
+        loader.function("scan", name)((min(outer, 65535),), (BLOCK,), (a, out, np.int64(outer), np.int32(n)))
     elif inner == 1:
         items = ROWS_ITEMS[T.itemsize]
-        tiles = outer * -(-n // (256 * items))
+        tiles = outer * -(-n // (BLOCK * items))
         flags = cupy.zeros(tiles, dtype=np.int32)
         agg, inc = cupy.empty(tiles, dtype=T), cupy.empty(tiles, dtype=T)
         name = loader.template("distconv_scan_rows", tin, t, fn, items, exclusive)
-        loader.function("scan", name)((tiles,), (256,), (a, out, np.int64(outer), np.int64(n),
+        loader.function("scan", name)((tiles,), (BLOCK,), (a, out, np.int64(outer), np.int64(n),
                                                          c if c is not None else np.uint64(0),
                                                          flags, agg, inc, counter))
     else:
         rows = COLS_ROWS[T.itemsize]
-        tiles = outer * -(-n // rows) * -(-inner // 256)
+        tiles = outer * -(-n // rows) * -(-inner // BLOCK)
         flags = cupy.zeros(tiles, dtype=np.int32)
-        agg, inc = cupy.empty(tiles * 256, dtype=T), cupy.empty(tiles * 256, dtype=T)
+        agg, inc = cupy.empty(tiles * BLOCK, dtype=T), cupy.empty(tiles * BLOCK, dtype=T)
         name = loader.template("distconv_scan_cols", tin, t, fn, rows, exclusive)
-        loader.function("scan", name)((tiles,), (256,), (a, out, np.int64(outer), np.int64(n), np.int64(inner),
+        loader.function("scan", name)((tiles,), (BLOCK,), (a, out, np.int64(outer), np.int64(n), np.int64(inner),
                                                          c if c is not None else np.uint64(0),
                                                          flags, agg, inc, counter))
     return out if T == dtype else out.astype(dtype)
@@ -68,6 +70,6 @@ INSTANTIATIONS = [
     for tin, t, size in (("float", "float", 4), ("double", "double", 8), ("int", "long long", 8))
     for fn in ("DcAdd", "DcMul", "DcMin") for excl in (False, True)
 ] + [
-    loader.template("distconv_scan_block", "float", "float", "DcAdd", 256, v, e)
+    loader.template("distconv_scan_block", "float", "float", "DcAdd", BLOCK, v, e)
     for v in (0, 1) for e in (False, True)
 ]
