@@ -16,8 +16,6 @@ def ensure_input(wf: Workflow):
     """Write the synthetic input when it is asked for and missing; refuse a missing input."""
     inp = wf.input
     if not Path(inp["path"]).exists():
-        if "synthetic" not in inp:
-            raise WorkflowError(f"input.path {inp['path']!r} does not exist")
         lazy = _synthetic(wf)
         if "variable" in inp:
             import warnings
@@ -36,8 +34,6 @@ def lazy_input(wf: Workflow):
     so a workflow can be checked whole before anything runs."""
     inp = wf.input
     if not Path(inp["path"]).exists():
-        if "synthetic" not in inp:
-            raise WorkflowError(f"input.path {inp['path']!r} does not exist")
         arr = _synthetic(wf)
         if "variable" in inp:
             arr = arr[inp["variable"]]
@@ -105,7 +101,10 @@ def plan(arr, chunks, gpu: bool):
 
 
 def _synthetic(wf: Workflow):
-    """The lazy synthetic input of ``wf`` (a Dataset when input.variable is set)."""
+    """The lazy synthetic input of ``wf`` (a Dataset when input.variable is set); a missing
+    input without a synthetic definition is an error."""
+    if "synthetic" not in wf.input:
+        raise WorkflowError(f"input.path {wf.input['path']!r} does not exist")
     inp, spec = wf.input, wf.input["synthetic"]
     args = (spec["shape"], spec["chunks"])
     if "variable" in inp:
