@@ -45,14 +45,21 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
         arr = step_function(op, hasattr(arr, "dims"))(arr, **params)
     data = arr.data if hasattr(arr, "dims") else arr
     attrs = {"distconv": {"workflow": wf.name, "steps": [[o, jsonable(p)] for o, p in wf.steps]}}
-    if hasattr(arr, "dims"):
-        attrs.update({"dims": list(arr.dims), **{k: jsonable(v) for k, v in arr.attrs.items()}})
     storage_chunks = wf.outputs.get("chunks") or src["storage"]
-    job = storage.store(data, str(out_path), storage_chunks=storage_chunks,
+    array_path, dims = str(out_path), None
+    if hasattr(arr, "dims"):  # a dataset in, a dataset out: xr.open_zarr(output) gives it back
+        resume = ownership.claim(str(out_path), overwrite, resume)
+        overwrite = False
+        array_path = storage.write_dataset_frame(str(out_path), arr, attrs)
+        ownership.record_entries(str(out_path), [Path(array_path).name, *map(str, arr.coords)])
+        attrs, dims = {k: jsonable(v) for k, v in arr.attrs.items()}, list(map(str, arr.dims))
+    job = storage.store(data, array_path, storage_chunks=storage_chunks,
                         codec=wf.outputs.get("codec", "zstd"), overwrite=overwrite and not resume,
-                        attrs=attrs, resume=resume)
+                        attrs=attrs, resume=resume, dims=dims)
     step_seconds, _ = _compute(job, client, progress)
-    storage.finish(str(out_path))
+    storage.finish(array_path)
+    if dims is not None:
+        storage.consolidate(str(out_path))
     ownership.mark_complete(str(out_path), {"workflow": wf.name})
     seconds = time.perf_counter() - t0
     summary = {"workflow": wf.name, "input": wf.input["path"], "output": str(out_path),
@@ -66,7 +73,7 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     if wf.report:
         from .report import write_report
 
-        summary["report"] = write_report(wf, summary, src["array"], str(out_path))
+        summary["report"] = write_report(wf, summary, src["array"], array_path)
     return summary
 
 

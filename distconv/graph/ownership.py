@@ -42,11 +42,22 @@ def check_separate(output: str, inputs: dict[str, str]):
                               "outside it")
 
 
-def owned(path: Path) -> bool:
-    """True when distconv created ``path`` and nothing foreign sits at its top level."""
-    if not path.is_dir() or not (path / OWNER).is_file():
-        return False
-    return all(e.name in OWN_ENTRIES for e in path.iterdir())
+def _own_entries(path: Path) -> set:
+    """What distconv writes at the top level, plus the entries this output's mark records
+    (a dataset output's variable and coordinate arrays)."""
+    try:
+        recorded = json.loads((path / OWNER).read_text()).get("entries", [])
+    except (OSError, ValueError):
+        recorded = []
+    return OWN_ENTRIES | set(recorded)
+
+
+def record_entries(output: str, names):
+    """Note in the owner mark that distconv wrote these top-level entries."""
+    mark = Path(output) / OWNER
+    doc = json.loads(mark.read_text())
+    doc["entries"] = sorted(set(doc.get("entries", [])) | set(map(str, names)))
+    mark.write_text(json.dumps(doc))
 
 
 def check_target(output: str, overwrite: bool = False, resume: bool = False, key: str = "outputs.path"):
@@ -65,7 +76,8 @@ def check_target(output: str, overwrite: bool = False, resume: bool = False, key
         raise OutputError(f"{key} {output!r} exists and was not written by distconv; distconv "
                           "never deletes what it did not create: choose another path or remove it "
                           "yourself")
-    foreign = sorted(e.name for e in p.iterdir() if e.name not in OWN_ENTRIES)
+    own = _own_entries(p)
+    foreign = sorted(e.name for e in p.iterdir() if e.name not in own)
     if foreign:
         raise OutputError(f"{key} {output!r} was written by distconv but now also holds "
                           f"{foreign[0]!r}; distconv will not delete it: choose another path")

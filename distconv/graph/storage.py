@@ -49,13 +49,14 @@ def _compressors(codec: str):
     raise ValueError(f"codec must be one of {CODECS}, got {codec!r}")
 
 
-def create(path: str, shape, chunks, dtype, codec: str = "zstd", attrs=None):
-    """A new Zarr v3 array; never replaces one (zarr's overwrite deletes the whole folder)."""
+def create(path: str, shape, chunks, dtype, codec: str = "zstd", attrs=None, dims=None):
+    """A new Zarr v3 array (with Zarr's dimension names when ``dims``); never replaces one
+    (zarr's overwrite deletes the whole folder)."""
     import zarr
 
     return zarr.create_array(str(path), shape=tuple(shape), chunks=tuple(chunks), dtype=dtype,
                              compressors=_compressors(codec), overwrite=False,
-                             attributes=attrs or {})
+                             attributes=attrs or {}, dimension_names=dims)
 
 
 def to_device_blocks(arr: da.Array) -> da.Array:
@@ -68,7 +69,7 @@ def to_device_blocks(arr: da.Array) -> da.Array:
 
 
 def store(arr: da.Array, path: str, storage_chunks=None, codec: str = "zstd",
-          overwrite: bool = False, attrs=None, resume: bool = False) -> da.Array:
+          overwrite: bool = False, attrs=None, resume: bool = False, dims=None) -> da.Array:
     """Lazily write ``arr`` into a Zarr array: blocks aligned to storage chunks (no chunk has
     two writers), each block's write idempotent and recorded by a marker file, so a rerun with
     ``resume`` writes only the blocks that are missing. The path is claimed first
@@ -88,7 +89,7 @@ def store(arr: da.Array, path: str, storage_chunks=None, codec: str = "zstd",
             raise ValueError(f"cannot resume {path!r}: it holds {target.shape} {target.dtype}, "
                              f"the workflow makes {arr.shape} {arr.dtype}")
     else:
-        target = create(str(p), arr.shape, storage, arr.dtype, codec, attrs=attrs)
+        target = create(str(p), arr.shape, storage, arr.dtype, codec, attrs=attrs, dims=dims)
     marks = p / ownership.BLOCKS
     marks.mkdir(parents=True, exist_ok=True)
 
@@ -126,3 +127,30 @@ def _aligned(sizes: tuple, step: int) -> list[int]:
     if bounds[-1] != total:
         bounds.append(total)
     return list(np.diff([0] + bounds))
+
+
+def write_dataset_frame(path: str, result, attrs: dict) -> str:
+    """Make ``path`` (already claimed) a Zarr group that xarray opens: the result's coordinates
+    as small arrays with dimension names and attributes, the group's attributes; returns the
+    path where the data variable goes (``path/<name>``). Consolidated metadata is written by
+    ``consolidate`` once the variable is there."""
+    import zarr
+
+    group = zarr.open_group(str(path), mode="a", attributes=attrs)
+    for name, coord in result.coords.items():
+        values = np.asarray(coord.values)
+        z = group.create_array(str(name), shape=values.shape, dtype=values.dtype, overwrite=True,
+                               dimension_names=list(coord.dims), attributes=dict(coord.attrs))
+        z[...] = values
+    return str(Path(path) / (result.name or "data"))
+
+
+def consolidate(path: str):
+    import warnings
+
+    import zarr
+
+    with warnings.catch_warnings():  # v3 consolidated metadata: xr.open_zarr then opens quietly
+        warnings.filterwarnings("ignore", message=".*[Cc]onsolidated metadata.*")
+        warnings.filterwarnings("ignore", message=".*distconv.*not recognized as a component.*")
+        zarr.consolidate_metadata(str(path))

@@ -84,8 +84,22 @@ def derivative(obj, dim, order=1, accuracy=2, spacing=None, mode="nearest"):
     ax = _axis(obj, dim)
     h = spacing if spacing is not None else _spacing(obj, dim, accuracy, order)
     if h is None:  # non-uniform coordinate: numpy.gradient's scheme (one-sided at the edges)
-        return obj.differentiate(dim)
-    return stencils.derivative(obj, ax, order, accuracy, h, mode)
+        return _with_units(obj.differentiate(dim), obj, {dim: 1})
+    return _with_units(stencils.derivative(obj, ax, order, accuracy, h, mode), obj, {dim: order})
+
+
+def _with_units(out, obj, per: dict):
+    """A derivative's units: the data's over each coordinate's to its order; dropped where a
+    unit is unknown (keeping the data's units would be wrong)."""
+    attrs = dict(out.attrs)
+    units = obj.attrs.get("units")
+    coord_units = [obj[d].attrs.get("units") if d in obj.coords else None for d in per]
+    attrs.pop("units", None)
+    if units is not None and coord_units and all(coord_units):
+        den = " ".join(f"{u}" if n == 1 else f"{u}^{n}" for u, n in zip(coord_units, per.values()))
+        attrs["units"] = f"{units} / ({den})" if " " in den else f"{units} / {den}"
+    out.attrs = attrs
+    return out
 
 
 def laplace(obj, dims=None, accuracy=2, spacing=None, mode="nearest"):
@@ -94,11 +108,21 @@ def laplace(obj, dims=None, accuracy=2, spacing=None, mode="nearest"):
     for d in dims:
         _axis(obj, d, "dims entry")
     if set(dims) != set(obj.dims):
-        return sum(derivative(obj, d, 2, accuracy, None if spacing is None else spacing, mode) for d in dims)
+        out = sum(derivative(obj, d, 2, accuracy, None if spacing is None else spacing, mode) for d in dims)
+        return _laplace_units(out, obj, dims)
     hs = spacing if spacing is not None else [_spacing(obj, d, accuracy, 2) for d in dims]
     if np.ndim(hs) and dims != list(obj.dims):
         hs = [hs[dims.index(d)] for d in obj.dims]
-    return stencils.laplace(obj, accuracy, hs, mode)
+    return _laplace_units(stencils.laplace(obj, accuracy, hs, mode), obj, dims)
+
+
+def _laplace_units(out, obj, dims):
+    """units / u^2 when every dim's coordinate has the one unit u; else no units."""
+    units = {obj[d].attrs.get("units") if d in obj.coords else None for d in dims}
+    if len(units) == 1 and None not in units:
+        return _with_units(out, obj, {dims[0]: 2})
+    out.attrs = {k: v for k, v in out.attrs.items() if k != "units"}
+    return out
 
 
 def scan(obj, dim, op="add", exclusive=False, dtype=None):
@@ -143,6 +167,8 @@ def histogram(obj, bins=10, range=None, weights=None, density=False, dims=None):
     data = dsa.stack([dsa.asarray(p[0]) for p in parts]) if parts else None
     out = xr.DataArray(data, dims=("_dc_keep", "bin"), coords={"_dc_keep": stacked["_dc_keep"]})
     out = _with_bin_coords(out, parts[0][1]).unstack("_dc_keep")
+    out.name = f"{obj.name}_histogram" if obj.name else "histogram"
+    out.attrs = dict(obj.attrs)
     return out.transpose(*keep, "bin")
 
 
