@@ -93,6 +93,7 @@ def _security(cfg: dict):
 
 def make_cluster(cfg: dict):
     kind = resolve_type(cfg)
+    cfg = {**cfg, "dashboard_address": _free_dashboard(cfg["dashboard_address"])}
     common = {k: cfg[k] for k in ("dashboard_address", "local_directory", "memory_limit")
               if cfg[k] is not None}
     if kind == "cuda":
@@ -113,6 +114,25 @@ def make_cluster(cfg: dict):
         common["host"] = cfg["host"]  # in-process workers talk inproc://, no socket to bind
     return LocalCluster(n_workers=n, threads_per_worker=threads, processes=cfg["processes"],
                         security=_security(cfg), **common)
+
+
+def _free_dashboard(address):
+    """The configured dashboard address, or the same host on a free port when that port is
+    taken (a second run at once): one line instead of distributed's four-line warning."""
+    if not address or ":" not in str(address):
+        return address
+    import socket
+
+    host, _, port = str(address).rpartition(":")
+    if not port.isdigit() or int(port) == 0:
+        return address
+    with socket.socket() as s:
+        try:
+            s.bind((host or "127.0.0.1", int(port)))
+        except OSError:
+            print(f"distconv: dashboard port {port} is in use; using a free port", flush=True)
+            return f"{host}:0"
+    return address
 
 
 def dashboard_link(client, cfg: dict) -> str:

@@ -56,3 +56,18 @@ def test_in_process_cluster_runs_a_filter(rng):
         assert len(client.scheduler_info()["workers"]) == 2
         got = dc.correlate(da.from_array(a, chunks=(16, 48)), np.ones((3, 3)), mode="wrap").compute()
     assert_matches(got, ndi.correlate(a, np.ones((3, 3)), mode="wrap"))
+
+
+def test_second_run_at_once_takes_a_free_dashboard_port_with_one_line(capsys):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        cfg = {"type": "cpu", "n_workers": 1, "threads_per_worker": 1, "processes": False,
+               "dashboard_address": f"127.0.0.1:{port}"}
+        with dc.cluster(cfg) as client:
+            assert client.scheduler_info()["services"]["dashboard"] != port
+    out = capsys.readouterr().out
+    assert f"dashboard port {port} is in use" in out and f"127.0.0.1:{port}/" not in out

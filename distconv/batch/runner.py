@@ -61,6 +61,8 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     if dims is not None:
         storage.consolidate(str(out_path))
     ownership.mark_complete(str(out_path), {"workflow": wf.name})
+    hist = (histogram_output(data, wf.outputs["histogram"], client)  # counted in the job's time
+            if "histogram" in wf.outputs else None)
     seconds = time.perf_counter() - t0
     summary = {"workflow": wf.name, "input": wf.input["path"], "output": str(out_path),
                "shape": list(data.shape), "dtype": str(data.dtype), "steps": [o for o, _ in wf.steps],
@@ -68,8 +70,8 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
                "GBps": round(src["nbytes"] / seconds / 1e9, 3), "gpu_memory_peak": _gpu_peak(client),
                "step_seconds": step_seconds, "path": "general",
                "first_task_at": step_seconds.pop("first_task_at", None)}
-    if "histogram" in wf.outputs:
-        summary["histogram"] = histogram_output(data, wf.outputs["histogram"], client)
+    if hist is not None:
+        summary["histogram"] = hist
     if wf.report:
         from .report import write_report
 
