@@ -14,12 +14,9 @@ chunks, behind a completion marker written last. Two kinds:
 
 from __future__ import annotations
 
-import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import yaml
 
 from ..graph import ownership, storage

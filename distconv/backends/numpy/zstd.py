@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 LEVEL = 1  # zstd level of CPU-written frames (the output's metadata records it)
+_POOL = None  # one pool per process, made on first use
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -16,9 +17,6 @@ def _pool() -> ThreadPoolExecutor:
     if _POOL is None:
         _POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 4, thread_name_prefix="distconv-zstd")
     return _POOL
-
-
-_POOL = None
 
 
 def encode_frames(block, frame_nbytes: int) -> list:
