@@ -1,4 +1,4 @@
-"""python -m benchmarks [--only conv,scan,hist,kmeans] [--out benchmarks/results]"""
+"""python -m benchmarks [--only conv,filters,scan,hist,kmeans] [--out benchmarks/results]"""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from . import harness
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks")
-    p.add_argument("--only", default="conv,scan,hist,kmeans")
+    p.add_argument("--only", default="conv,filters,scan,hist,kmeans")
     p.add_argument("--out", default=str(Path(__file__).parent / "results"))
     p.add_argument("--repeat", type=int, default=20)
     args = p.parse_args(argv)

@@ -8,6 +8,7 @@ import numpy as np
 import scipy.ndimage as ndi
 
 import distconv as dc
+from distconv.ops.stencils import central_coefficients
 
 from .harness import row
 
@@ -42,7 +43,7 @@ def conv_rows(copy, timeit, cp, cpx):
         t = timeit(ours)
         ta = timeit(lambda: cpx.correlate1d(x, cp.asarray(w, dtype=cp.float32), axis=axis))
         rows.append(row(name, "kernel", 2 * x.nbytes, t, copy, "cupyx correlate1d", ta, ok))
-    c8 = dc.stencil.central_coefficients(1, 8)
+    c8 = central_coefficients(1, 8)
     for axis in (0, 1):
         ours = lambda: dc.derivative(x, axis, accuracy=8)  # noqa: E731
         ok = _slab_check(ours(), x, lambda h: ndi.correlate1d(h.astype(np.float64), c8, axis=axis, mode="nearest"), 9)
@@ -146,4 +147,35 @@ def kmeans_rows(copy, timeit, cp, cpx):
     return rows
 
 
-GROUPS = {"conv": conv_rows, "scan": scan_reduce_rows, "hist": hist_rows, "kmeans": kmeans_rows}
+def filter_rows(copy, timeit, cp, cpx):
+    """The scipy filter family beyond correlate, each beside cupyx's same filter."""
+    rows = []
+    x = cp.random.standard_normal((N2, N2), dtype=cp.float32)
+    cases = [
+        ("uniform2d_5", lambda a, m: m.uniform_filter(a, 5), 3),
+        ("sobel2d", lambda a, m: m.sobel(a, axis=0), 2),
+        ("gaussian_laplace_s2", lambda a, m: m.gaussian_laplace(a, 2.0), 9),
+        ("gradient_magnitude_s2", lambda a, m: m.gaussian_gradient_magnitude(a, 2.0), 9),
+        ("minimum2d_5", lambda a, m: m.minimum_filter(a, 5), 3),
+        ("maximum2d_9", lambda a, m: m.maximum_filter(a, 9), 5),
+        ("median2d_3", lambda a, m: m.median_filter(a, 3), 2),
+        ("median2d_5", lambda a, m: m.median_filter(a, 5), 3),
+    ]
+    for name, fn, r in cases:
+        ours = lambda: fn(x, dc)  # noqa: E731
+        ok = _slab_check(ours(), x, lambda h: fn(h.astype(np.float64), ndi), r)
+        t = timeit(ours, repeat=5)
+        ta = timeit(lambda: fn(x, cpx), repeat=3)
+        rows.append(row(name, "kernel", 2 * x.nbytes, t, copy, f"cupyx {name.split('2d')[0].split('_s')[0]}", ta, ok))
+    del x
+    v = cp.random.standard_normal((256, 1024, 1024), dtype=cp.float32)
+    got = dc.median_filter(v, 3)
+    host = v[:10].get()
+    ok = bool(np.array_equal(got[:8].get(), ndi.median_filter(host, 3)[:8]))
+    t = timeit(lambda: dc.median_filter(v, 3), repeat=3)
+    ta = timeit(lambda: cpx.median_filter(v, 3), repeat=3)
+    rows.append(row("median3d_3", "kernel", 2 * v.nbytes, t, copy, "cupyx median_filter", ta, ok))
+    return rows
+
+
+GROUPS = {"conv": conv_rows, "filters": filter_rows, "scan": scan_reduce_rows, "hist": hist_rows, "kmeans": kmeans_rows}

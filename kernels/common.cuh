@@ -79,6 +79,44 @@ __device__ __forceinline__ T dc_tile_load(const DcTile &t, i64 z, i64 y, i64 x, 
     return p[z * t.sz[k] + y * t.sy[k] + x];
 }
 
+// Stage the SH x SW window at extended coordinates (iz, iy0, ix0) of a halo tile into shared
+// memory s (row pitch SW), the boundary mode applied where it leaves the tile. When the window
+// lies inside the centre piece, loads go straight to it in batches of 32 bytes issued before
+// their shared stores (several loads in flight per thread); otherwise element by element.
+template <typename T, int SH, int SW, int NT>
+__device__ __forceinline__ void dc_stage(T *s, const DcTile &src, i64 iz, i64 iy0, i64 ix0,
+                                         int mode, T cval, int tid) {
+    const i64 cz0 = src.len[0], cy0 = src.len[3], cx0 = src.len[6];
+    const bool inside = iz >= cz0 && iz < cz0 + src.len[1] && iy0 >= cy0 &&
+                        iy0 + SH <= cy0 + src.len[4] && ix0 >= cx0 && ix0 + SW <= cx0 + src.len[7];
+    if (inside) {
+        constexpr int ITER = (SH * SW + NT - 1) / NT, BATCH = 32 / sizeof(T);
+        const i64 csy = src.sy[13];
+        const T *p = reinterpret_cast<const T *>(src.ptr[13]) + (iz - cz0) * src.sz[13] +
+                     (iy0 - cy0) * csy + (ix0 - cx0);
+#pragma unroll 1
+        for (int i0 = 0; i0 < ITER; i0 += BATCH) {
+            T buf[BATCH];
+#pragma unroll
+            for (int j = 0; j < BATCH; ++j) {
+                const int e = tid + (i0 + j) * NT;
+                const int r = e / SW, c = e - r * SW;
+                buf[j] = e < SH * SW ? __ldg(p + (i64)r * csy + c) : T(0);
+            }
+#pragma unroll
+            for (int j = 0; j < BATCH; ++j) {
+                const int e = tid + (i0 + j) * NT;
+                if (e < SH * SW) s[e] = buf[j];
+            }
+        }
+    } else {
+        for (int e = tid; e < SH * SW; e += NT) {
+            const int r = e / SW, c = e - r * SW;
+            s[e] = dc_tile_load<T>(src, iz, iy0 + r, ix0 + c, mode, cval);
+        }
+    }
+}
+
 // ---- associative operators with their identities (scan, reduce) ---------------------------
 template <typename T> struct dc_limits;
 template <> struct dc_limits<float> {

@@ -202,7 +202,7 @@ def test_chunking_invariance_property(data):
     (lambda a: dc.correlate(a, np.ones(3)), ValueError, "weights must have the input's 2 dimensions"),
     (lambda a: dc.correlate(a, np.ones((0, 3))), ValueError, "weights must not be empty"),
     (lambda a: dc.correlate(a, np.ones((3, 3)), origin=2), ValueError, "origin=2"),
-    (lambda a: dc.correlate(a.astype(complex), np.ones((3, 3))), TypeError, "x has dtype complex128"),
+    (lambda a: dc.correlate(a.astype(np.float16), np.ones((3, 3))), TypeError, "x has dtype float16"),
     (lambda a: dc.correlate(a, np.ones((3, 3)), cval="x"), TypeError, "cval"),
     (lambda a: dc.correlate1d(a, [1, 2], axis=5), ValueError, "axis=5"),
     (lambda a: dc.gaussian_filter(a, -1.0), ValueError, "sigma"),

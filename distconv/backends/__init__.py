@@ -16,6 +16,7 @@ from ..core.arrays import is_cupy
 # family (a module in each backend) -> the per-block functions it provides
 FAMILIES = {
     "convolve": ("correlate", "correlate_passes"),
+    "rank": ("rank", "extremum_passes"),
     "scan": ("scan",),
     "reduce": ("reduce",),
     "histogram": ("counts", "bincount", "counts2d"),
@@ -50,6 +51,8 @@ class Dispatch:
 
 correlate = Dispatch("convolve", "correlate")
 correlate_passes = Dispatch("convolve", "correlate_passes")
+rank = Dispatch("rank", "rank")
+extremum_passes = Dispatch("rank", "extremum_passes")
 scan = Dispatch("scan", "scan")
 reduce = Dispatch("reduce", "reduce")
 counts = Dispatch("histogram", "counts")

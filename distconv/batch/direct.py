@@ -43,7 +43,7 @@ def plan(wf: Workflow, gpu: bool, ndim: int, dtype, shape, storage_chunks, src_m
     """(job, numpy histogram edges or None), or None when a stencil's mode rules the path
     out (wrap reads its halo from the far edge of the array)."""
     stencils = [stencil_of(OPS[op].func, ndim, dtype, **params) for op, params in wf.steps]
-    if any(s.mode == "wrap" for s in stencils):
+    if any(any(s.periodic) for s in stencils):
         return None
     # task names read as the steps on the dashboard and in the summary: distconv-gaussian-laplace
     st = chain(stencils, "distconv-" + "-".join(s.name.removeprefix("distconv-") for s in stencils))

@@ -37,7 +37,8 @@ def as_array(x, name: str = "x", kinds: str = SUPPORTED_KINDS):
 
 
 def _kinds_text(kinds: str) -> str:
-    names = {"b": "bool", "i": "signed integers", "u": "unsigned integers", "f": "float32/float64"}
+    names = {"b": "bool", "i": "signed integers", "u": "unsigned integers", "f": "float32/float64",
+             "c": "complex"}
     return ", ".join(names[k] for k in kinds)
 
 
@@ -66,6 +67,35 @@ def axes(value, ndim: int, name: str = "axis") -> tuple:
     if len(out) != len(seq):
         raise ValueError(f"{name} {value!r} repeats an axis")
     return out
+
+
+def axes_in_order(value, ndim: int, name: str = "axes") -> tuple:
+    """scipy's ``axes=``: None (every axis) or distinct axes, kept in the order given (per-axis
+    arguments follow it)."""
+    if value is None:
+        return tuple(range(ndim))
+    seq = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+    out = tuple(axis(a, ndim, name) for a in seq)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name} {value!r} repeats an axis")
+    return out
+
+
+def spread(values: tuple, axes: tuple, ndim: int, fill) -> tuple:
+    """Per-axis values given for ``axes`` as one per axis of the array (``fill`` elsewhere)."""
+    out = [fill] * ndim
+    for a, v in zip(axes, values):
+        out[a] = v
+    return tuple(out)
+
+
+class FilterArgumentError(ValueError, RuntimeError):
+    """A filter argument scipy refuses with RuntimeError (no footprint, a rank outside it, a
+    size below one, a percentile out of range)."""
+
+
+class OutputShapeError(ValueError, RuntimeError):
+    """An ``output=`` array of the wrong shape (scipy raises RuntimeError)."""
 
 
 def real(value, name: str) -> float:

@@ -13,6 +13,7 @@ from typing import Callable
 
 import numpy as np
 
+from .modes import mode_of, one_mode
 from .tile import Tile
 
 
@@ -28,12 +29,21 @@ class Probe(np.ndarray):
 class Stencil:
     func: Callable          # tile -> centre-shaped block (the backend dispatch)
     depth: tuple            # ((lo, hi), ...) halo read per axis
-    mode: str               # boundary mode at the global edges ("mixed": steps differ, no wrap)
+    mode: object            # boundary mode at the global edges: one name, or one per axis
     name: str               # task-name prefix (distconv-gaussian, ...)
+    dtype: object = None    # of the result; None: the input's
+
+    def result_dtype(self, dtype) -> np.dtype:
+        return np.dtype(dtype if self.dtype is None else self.dtype)
 
     @property
     def ndim(self) -> int:
         return len(self.depth)
+
+    @property
+    def periodic(self) -> tuple:
+        """Per axis: does the halo come from the far edge (wrap) rather than a boundary rule?"""
+        return tuple(mode_of(self.mode, a) == "wrap" for a in range(self.ndim))
 
 
 def identity_stencil(ndim: int, mode: str, name: str) -> Stencil:
@@ -47,18 +57,23 @@ def _copy_centre(tile):
 def chain(stencils: list[Stencil], name: str | None = None) -> Stencil:
     """One stencil doing ``stencils`` in order: it reads the summed halo once; each step writes
     the centre grown by the halo the later steps still need. Each step applies its own mode at
-    the global edges, as when run one after another; wrap cannot mix with other modes (its
-    halo comes from the far edge, theirs from the boundary rule)."""
+    the global edges, as when run one after another; along one axis wrap cannot mix with other
+    modes (its halo comes from the far edge, theirs from the boundary rule)."""
     if len(stencils) == 1:
         return stencils[0]
-    modes = {s.mode for s in stencils}
-    if "wrap" in modes and len(modes) > 1:
-        raise ValueError(f"a fused chain cannot mix wrap with other modes, got {sorted(modes)}")
+    if len({s.periodic for s in stencils}) > 1:
+        raise ValueError(f"a fused chain cannot mix wrap with other modes along one axis, got "
+                         f"{[s.mode for s in stencils]}")
     ndim = stencils[0].ndim
     depth = tuple((sum(s.depth[a][0] for s in stencils), sum(s.depth[a][1] for s in stencils))
                   for a in range(ndim))
-    return Stencil(_Chain(tuple(stencils)), depth, modes.pop() if len(modes) == 1 else "mixed",
-                   name or "-".join(s.name for s in stencils))
+    # steps that differ: the chain's mode says only which axes wrap (each step applies its own)
+    modes = {s.mode for s in stencils}
+    mode = modes.pop() if len(modes) == 1 else one_mode(
+        tuple("wrap" if p else "mixed" for p in stencils[0].periodic))
+    dtype = next((s.dtype for s in reversed(stencils) if s.dtype is not None), None)
+    return Stencil(_Chain(tuple(stencils)), depth, mode, name or "-".join(s.name for s in stencils),
+                   dtype)
 
 
 @dataclass(frozen=True)

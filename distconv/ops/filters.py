@@ -1,9 +1,12 @@
-"""Linear filters with scipy.ndimage semantics: correlate, convolve, their 1-D forms and the
-separable Gaussian. Arguments are checked first; numpy/cupy in -> the backend on the whole
-array, dask in -> one halo task per chunk (graph.halo), xarray in -> the same on its data."""
+"""Linear filters with scipy.ndimage semantics: correlate, convolve and their 1-D forms, and
+the machinery every filter shares: a filter is a Stencil (a per-block function with a halo
+depth); numpy/cupy in -> the backend on the whole array, dask in -> one halo task per chunk
+(graph.halo, consecutive stencils fused), xarray in -> the same on its data; scipy's
+``output=`` and complex inputs. Arguments are checked before anything runs."""
 
 from __future__ import annotations
 
+import numbers
 from functools import partial
 
 import numpy as np
@@ -11,8 +14,8 @@ import numpy as np
 from .. import backends
 from ..core import checks
 from ..core.arrays import on_data
-from ..core.modes import canonical_mode
-from ..core.stencil import Probe, Stencil, chain, identity_stencil
+from ..core.modes import canonical_mode, one_mode
+from ..core.stencil import Probe, Stencil, chain
 
 # Consecutive stencils on a dask array fuse when the graph is built: the second one runs on
 # the first one's input with the summed halo, one task per chunk, no intermediate array in the
@@ -20,8 +23,10 @@ from ..core.stencil import Probe, Stencil, chain, identity_stencil
 FUSE = True
 
 
-def _filter(x, func, depth: tuple, mode: str, name: str, allow_rechunk: bool):
-    st = Stencil(func, tuple(depth), mode, name)
+def _filter(x, func, depth: tuple, mode, name: str, allow_rechunk: bool, dtype=None):
+    """``func`` (tile -> centre) over ``x``: the Stencil for a Probe, the backend on a whole
+    numpy/cupy array, one halo task per chunk on dask. ``dtype``: of the result (None: x's)."""
+    st = Stencil(func, tuple(depth), mode, name, None if dtype is None else np.dtype(dtype))
     if isinstance(x, Probe):  # planning: the checked stencil, nothing run
         return st
 
@@ -47,12 +52,11 @@ def apply_stencil(data, st: Stencil, allow_rechunk: bool = True, per_chunk=None,
 
     prev = fused_source(data)
     source = data
-    if prev is not None and (prev[1].mode == "wrap") == (st.mode == "wrap"):
+    if prev is not None and prev[1].periodic == st.periodic:
         source, st = prev[0], chain([prev[1], st], _joined(prev[1].name, st.name))
     func = st.func if out_func is None else _Then(st.func, out_func)
-    periodic = (st.mode == "wrap",) * source.ndim
-    out = map_halo(source, func, st.depth, periodic, st.name, dtype or source.dtype, allow_rechunk,
-                   per_chunk=per_chunk)
+    out = map_halo(source, func, st.depth, st.periodic, st.name,
+                   dtype or st.result_dtype(source.dtype), allow_rechunk, per_chunk=per_chunk)
     if per_chunk is None:
         out._distconv_stencil = (source, st)
     return out
@@ -72,51 +76,150 @@ class _Then:
         return self.g(self.f(tile))
 
 
+# ---- scipy's output= and complex inputs, shared by every filter ------------------------------
+
+def _is_array(a) -> bool:
+    return not isinstance(a, (type, np.dtype, str)) and hasattr(a, "shape") and hasattr(a, "dtype")
+
+
+def output_dtype(output, x):
+    """The result dtype ``output=`` asks for (None: the input's), checked before any work:
+    a dtype, or (numpy/cupy input) an array of the input's shape and kind to fill."""
+    if output is None:
+        return None
+    if _is_array(output):
+        kind = checks.array_kind(x)
+        if kind not in ("numpy", "cupy") or checks.array_kind(output) != kind:
+            raise TypeError(f"output= takes an array only for a numpy or cupy input of the same "
+                            f"kind (got a {checks.array_kind(output)} output for a {kind} input); "
+                            f"pass a dtype instead")
+        if tuple(output.shape) != tuple(x.shape):
+            raise checks.OutputShapeError(f"output has shape {tuple(output.shape)}, the input "
+                                          f"{tuple(x.shape)}")
+        return np.dtype(output.dtype)
+    try:
+        dt = np.dtype(output)
+    except TypeError:
+        raise TypeError(f"output must be None, a dtype or an array, got {output!r}") from None
+    checks.as_array(np.empty(0, dt), "output", checks.SUPPORTED_KINDS + "c")
+    return dt
+
+
+def deliver(result, output):
+    """scipy's output= array: filled in place and returned; otherwise the result."""
+    if output is None or not _is_array(output):
+        return result
+    output[...] = result
+    return output
+
+
+def linear(x, weights, cval, output, run, conjugate: bool = False):
+    """A linear filter with scipy's output= and complex support: ``run(x, weights, cval,
+    dtype)`` on real data; a complex input or mask runs as real ones on the parts (as scipy
+    does; a correlation conjugates the mask, as numpy.correlate)."""
+    x = checks.as_array(x, kinds=checks.SUPPORTED_KINDS + "c")
+    dt = output_dtype(output, x)
+    cx = np.dtype(x.dtype).kind == "c"
+    cw = weights is not None and np.iscomplexobj(weights)
+    if not (cx or cw or (dt is not None and dt.kind == "c")):
+        return deliver(run(x, weights, cval, dt), output)
+    if isinstance(x, Probe):
+        raise checks.DtypeError(f"a workflow step takes real data, got dtype {x.dtype}")
+    if not isinstance(cval, numbers.Number) or (np.iscomplexobj(cval) and not cx):
+        raise ValueError(f"cval must be a number (complex only for a complex input), got {cval!r}")
+    cdt = dt or np.promote_types(x.dtype, np.complex64)
+    part = np.empty(0, cdt).real.dtype
+    c = complex(cval)
+    if cw:
+        w = np.conj(weights) if conjugate else weights
+        wr, wi = np.real(w), np.imag(w)
+    else:
+        wr, wi = weights, None
+
+    def parts(d):
+        xr, xi = (d.real, d.imag) if cx else (d, None)
+        re = run(xr, wr, c.real, part)
+        im = [run(xr, wi, c.real, part)] if wi is not None else []
+        if xi is not None:
+            if wi is not None:
+                re = re - run(xi, wi, c.imag, part)
+            im.append(run(xi, wr, c.imag, part))
+        out = re.astype(cdt)
+        for t in im:
+            out = out + 1j * t.astype(cdt)
+        return out.astype(cdt)
+
+    return deliver(on_data(x, parts), output)
+
+
 def _depth(ksize: int, origin: int) -> tuple:
     centre = ksize // 2 + origin
     return (centre, ksize - 1 - centre)
 
 
-def correlate_nd(x, weights, mode, cval, origin, flip: bool, name: str, allow_rechunk):
+def expand_mask(x, mask, origin, axes, name: str):
+    """scipy's ``axes=``: a mask over ``axes`` (its dims in the array's order) grown to every
+    axis with size 1 elsewhere; origins (given per entry of ``axes``) spread likewise."""
+    ax = checks.axes_in_order(axes, x.ndim)
+    if mask.ndim != len(ax):
+        want = f"the input's {x.ndim}" if axes is None else f"{len(ax)} (one per entry of axes)"
+        raise ValueError(f"{name} must have {want} dimensions, got shape {mask.shape}")
+    if len(ax) == x.ndim:  # as scipy: origins then follow the array's axes, not ``axes``
+        return mask, checks.origins(origin, mask.shape)
+    org = checks.origins(origin, tuple(mask.shape[sorted(ax).index(a)] for a in ax))
+    full = mask.reshape(checks.spread(mask.shape, sorted(ax), x.ndim, 1))
+    return full, checks.spread(org, ax, x.ndim, 0)
+
+
+def correlate_nd(x, weights, mode, cval, origin, flip: bool, name: str, allow_rechunk,
+                 axes=None, dtype=None):
     x = checks.nonzero_ndim(checks.as_array(x))
-    w = checks.weights(weights, x.ndim)
+    w, org = expand_mask(x, checks.weights(weights, None), origin, axes, "weights")
     mode = canonical_mode(mode)
     cval = checks.real(cval, "cval")
-    org = checks.origins(origin, w.shape)
     # scipy.ndimage's N-D filters keep only taps with |w| > DBL_EPSILON (NaN taps drop out)
     w = np.where(np.abs(w) > np.finfo(np.float64).eps, w, 0.0)
     if flip:  # convolve = correlate with the mask reversed (scipy's origin shift for even sizes)
         w = w[(slice(None, None, -1),) * w.ndim]
         org = tuple(-o - (1 - k % 2) for o, k in zip(org, w.shape))
     depth = tuple(_depth(k, o) for k, o in zip(w.shape, org))
-    func = partial(backends.correlate, weights=w, mode=mode, cval=cval, origin=org)
-    return _filter(x, func, depth, mode, name, allow_rechunk)
+    func = partial(backends.correlate, weights=w, mode=mode, cval=cval, origin=org, dtype=dtype)
+    return _filter(x, func, depth, mode, name, allow_rechunk, dtype)
 
 
-def correlate(x, weights, mode="reflect", cval=0.0, origin=0, *, allow_rechunk=True):
+def correlate(x, weights, mode="reflect", cval=0.0, origin=0, *, axes=None, output=None,
+              allow_rechunk=True):
     """N-D correlation with scipy.ndimage.correlate semantics, for any chunking.
 
-    ``mode``: constant, reflect, nearest, mirror, wrap (grid-* aliases accepted). Chunks
-    thinner than the mask's reach are merged with a warning (``allow_rechunk=False``: error).
+    ``mode``: constant, reflect, nearest, mirror, wrap (grid-* aliases accepted). ``axes``: the
+    axes the mask spans (its dims in the array's order). ``output``: a dtype, or an array to fill
+    (numpy/cupy input). Complex data or masks run as real filters on the parts. Chunks thinner
+    than the mask's reach are merged with a warning (``allow_rechunk=False``: error).
     """
-    return correlate_nd(x, weights, mode, cval, origin, False, "distconv-correlate", allow_rechunk)
+    return linear(x, weights, cval, output, lambda d, w, c, dt: correlate_nd(
+        d, w, mode, c, origin, False, "distconv-correlate", allow_rechunk, axes, dt), conjugate=True)
 
 
-def convolve(x, weights, mode="reflect", cval=0.0, origin=0, *, allow_rechunk=True):
+def convolve(x, weights, mode="reflect", cval=0.0, origin=0, *, axes=None, output=None,
+             allow_rechunk=True):
     """N-D convolution with scipy.ndimage.convolve semantics (see :func:`correlate`)."""
-    return correlate_nd(x, weights, mode, cval, origin, True, "distconv-convolve", allow_rechunk)
+    return linear(x, weights, cval, output, lambda d, w, c, dt: correlate_nd(
+        d, w, mode, c, origin, True, "distconv-convolve", allow_rechunk, axes, dt))
 
 
-def _passes_filter(x, passes, mode, cval, name, allow_rechunk):
+def passes_filter(x, passes, modes, cval, name, allow_rechunk, dtype=None):
+    """1-D masks ``passes`` = [(axis, weights, origin), ...] run in order, each intermediate in
+    the result's dtype (scipy's chained 1-D filters); ``modes``: one, or one per axis."""
     depth = [(0, 0)] * x.ndim
     for axis, w, o in passes:
         lo, hi = _depth(len(w), o)
         depth[axis] = (max(depth[axis][0], lo), max(depth[axis][1], hi))
-    func = partial(backends.correlate_passes, passes=passes, mode=mode, cval=cval)
-    return _filter(x, func, tuple(depth), mode, name, allow_rechunk)
+    modes = one_mode(modes)
+    func = partial(backends.correlate_passes, passes=passes, mode=modes, cval=cval, dtype=dtype)
+    return _filter(x, func, tuple(depth), modes, name, allow_rechunk, dtype)
 
 
-def _correlate_1d(x, weights, axis, mode, cval, origin, flip, name, allow_rechunk):
+def _correlate_1d(x, weights, axis, mode, cval, origin, flip, name, allow_rechunk, dtype):
     x = checks.nonzero_ndim(checks.as_array(x))
     w = checks.weights(weights, 1)
     ax = checks.axis(axis, x.ndim)
@@ -125,66 +228,21 @@ def _correlate_1d(x, weights, axis, mode, cval, origin, flip, name, allow_rechun
     (org,) = checks.origins(origin, w.shape)
     if flip:
         w, org = w[::-1], -org - (1 - len(w) % 2)
-    return _passes_filter(x, [(ax, w, org)], mode, cval, name, allow_rechunk)
+    return passes_filter(x, [(ax, w, org)], mode, cval, name, allow_rechunk, dtype)
 
 
-def correlate1d(x, weights, axis=-1, mode="reflect", cval=0.0, origin=0, *, allow_rechunk=True):
+def correlate1d(x, weights, axis=-1, mode="reflect", cval=0.0, origin=0, *, output=None,
+                allow_rechunk=True):
     """1-D correlation along ``axis`` (scipy.ndimage.correlate1d semantics)."""
-    return _correlate_1d(x, weights, axis, mode, cval, origin, False, "distconv-correlate1d",
-                         allow_rechunk)
+    return linear(x, weights, cval, output, lambda d, w, c, dt: _correlate_1d(
+        d, w, axis, mode, c, origin, False, "distconv-correlate1d", allow_rechunk, dt), conjugate=True)
 
 
-def convolve1d(x, weights, axis=-1, mode="reflect", cval=0.0, origin=0, *, allow_rechunk=True):
+def convolve1d(x, weights, axis=-1, mode="reflect", cval=0.0, origin=0, *, output=None,
+               allow_rechunk=True):
     """1-D convolution along ``axis`` (scipy.ndimage.convolve1d semantics)."""
-    return _correlate_1d(x, weights, axis, mode, cval, origin, True, "distconv-convolve1d",
-                         allow_rechunk)
-
-
-def gaussian_kernel1d(sigma: float, order: int, radius: int) -> np.ndarray:
-    """The 1-D Gaussian (derivative) kernel scipy.ndimage uses, ready for correlate1d."""
-    x = np.arange(-radius, radius + 1)
-    phi = np.exp(-0.5 / (sigma * sigma) * x.astype(np.float64) ** 2)
-    phi /= phi.sum()
-    if order == 0:
-        return phi
-    exps = np.arange(order + 1)
-    q = np.zeros(order + 1)
-    q[0] = 1
-    dq = np.diag(exps[1:], 1) + np.diag(np.ones(order) / -(sigma * sigma), -1)
-    for _ in range(order):
-        q = dq.dot(q)
-    return ((x[:, None] ** exps).dot(q) * phi)[::-1]
-
-
-def gaussian_filter(x, sigma, order=0, mode="reflect", cval=0.0, truncate=4.0, *, radius=None,
-                    allow_rechunk=True):
-    """Separable Gaussian filter (scipy.ndimage.gaussian_filter semantics), one pass per axis."""
-    x = checks.nonzero_ndim(checks.as_array(x))
-    sigmas = checks.per_axis(sigma, x.ndim, "sigma")
-    orders = checks.per_axis(order, x.ndim, "order", cast=int)
-    mode = canonical_mode(mode)
-    cval = checks.real(cval, "cval")
-    truncate = checks.real(truncate, "truncate")
-    radii = checks.per_axis(radius, x.ndim, "radius", cast=lambda r: r) if radius is not None else (None,) * x.ndim
-    for s in sigmas:
-        if not s >= 0:
-            raise ValueError(f"sigma must be >= 0, got {sigma!r}")
-    for o in orders:
-        if o < 0:
-            raise ValueError(f"order must be >= 0, got {order!r}")
-    passes = []
-    for ax, (s, o, r) in enumerate(zip(sigmas, orders, radii)):
-        if s <= 1e-15:
-            continue
-        r = int(truncate * s + 0.5) if r is None else int(r)
-        if r < 0:
-            raise ValueError(f"radius must be >= 0, got {radius!r}")
-        passes.append((ax, gaussian_kernel1d(s, o, r), 0))
-    if not passes:
-        if isinstance(x, Probe):
-            return identity_stencil(x.ndim, mode, "distconv-gaussian")
-        return on_data(x, lambda d: d.copy())
-    return _passes_filter(x, passes, mode, cval, "distconv-gaussian", allow_rechunk)
+    return linear(x, weights, cval, output, lambda d, w, c, dt: _correlate_1d(
+        d, w, axis, mode, c, origin, True, "distconv-convolve1d", allow_rechunk, dt))
 
 
 def stencil_of(op, ndim: int, dtype, *args, **params) -> Stencil:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from . import filters, histograms, scans, stencils
+from . import edges, filters, histograms, scans, smooth, stencils
+from . import rank as ranked
 
 
 def _axis(da: xr.DataArray, dim: str, name: str = "dim") -> int:
@@ -68,15 +69,91 @@ def convolve1d(obj, weights, dim, mode="reflect", cval=0.0, origin=0):
     return filters.convolve1d(obj, weights, _axis(obj, dim), mode, cval, origin)
 
 
+def _per_dim(obj, value, name: str):
+    """A per-dim argument: one value for every dim -> (value, None), or {dim: value} ->
+    (values, axes) so the filter runs along those dims only."""
+    if not isinstance(value, dict):
+        return value, None
+    axes = [_axis(obj, d, f"{name} key") for d in value]
+    return list(value.values()), axes
+
+
 def gaussian_filter(obj, sigma, order=0, mode="reflect", cval=0.0, truncate=4.0):
-    """``sigma``: one value for every dim, or {dim: sigma} (other dims untouched)."""
-    if isinstance(sigma, dict):
-        for d in sigma:
-            _axis(obj, d, "sigma key")
-        sigma = [float(sigma.get(d, 0.0)) for d in obj.dims]
+    """``sigma``: one value for every dim, or {dim: sigma} (other dims untouched);
+    ``order``: one value or {dim: order} over the same dims."""
+    sigma, axes = _per_dim(obj, sigma, "sigma")
     if isinstance(order, dict):
-        order = [int(order.get(d, 0)) for d in obj.dims]
-    return filters.gaussian_filter(obj, sigma, order, mode, cval, truncate)
+        dims = [obj.dims[a] for a in axes] if axes is not None else list(obj.dims)
+        order = [int(order.get(d, 0)) for d in dims]
+    return smooth.gaussian_filter(obj, sigma, order, mode, cval, truncate, axes=axes)
+
+
+def gaussian_filter1d(obj, sigma, dim, order=0, mode="reflect", cval=0.0, truncate=4.0):
+    return smooth.gaussian_filter1d(obj, sigma, _axis(obj, dim), order, mode, cval, truncate)
+
+
+def uniform_filter(obj, size=3, mode="reflect", cval=0.0):
+    """``size``: one value for every dim, or {dim: size}."""
+    size, axes = _per_dim(obj, size, "size")
+    return smooth.uniform_filter(obj, size, mode, cval, axes=axes)
+
+
+def uniform_filter1d(obj, size, dim, mode="reflect", cval=0.0, origin=0):
+    return smooth.uniform_filter1d(obj, size, _axis(obj, dim), mode, cval, origin)
+
+
+def sobel(obj, dim, mode="reflect", cval=0.0):
+    return edges.sobel(obj, _axis(obj, dim), mode, cval)
+
+
+def prewitt(obj, dim, mode="reflect", cval=0.0):
+    return edges.prewitt(obj, _axis(obj, dim), mode, cval)
+
+
+def gaussian_laplace(obj, sigma, mode="reflect", cval=0.0, truncate=4.0):
+    """``sigma``: one value for every dim, or {dim: sigma} (the Laplacian over those dims)."""
+    sigma, axes = _per_dim(obj, sigma, "sigma")
+    return edges.gaussian_laplace(obj, sigma, mode, cval, axes=axes, truncate=truncate)
+
+
+def gaussian_gradient_magnitude(obj, sigma, mode="reflect", cval=0.0, truncate=4.0):
+    """``sigma``: one value for every dim, or {dim: sigma} (the gradient over those dims)."""
+    sigma, axes = _per_dim(obj, sigma, "sigma")
+    return edges.gaussian_gradient_magnitude(obj, sigma, mode, cval, axes=axes, truncate=truncate)
+
+
+def minimum_filter(obj, size, mode="reflect", cval=0.0):
+    """``size``: one value for every dim, or {dim: size}."""
+    size, axes = _per_dim(obj, size, "size")
+    return ranked.minimum_filter(obj, size, None, mode, cval, axes=axes)
+
+
+def maximum_filter(obj, size, mode="reflect", cval=0.0):
+    size, axes = _per_dim(obj, size, "size")
+    return ranked.maximum_filter(obj, size, None, mode, cval, axes=axes)
+
+
+def median_filter(obj, size, mode="reflect", cval=0.0):
+    size, axes = _per_dim(obj, size, "size")
+    return ranked.median_filter(obj, size, None, mode, cval, axes=axes)
+
+
+def rank_filter(obj, rank, size, mode="reflect", cval=0.0):
+    size, axes = _per_dim(obj, size, "size")
+    return ranked.rank_filter(obj, rank, size, None, mode, cval, axes=axes)
+
+
+def percentile_filter(obj, percentile, size, mode="reflect", cval=0.0):
+    size, axes = _per_dim(obj, size, "size")
+    return ranked.percentile_filter(obj, percentile, size, None, mode, cval, axes=axes)
+
+
+def minimum_filter1d(obj, size, dim, mode="reflect", cval=0.0, origin=0):
+    return ranked.minimum_filter1d(obj, size, _axis(obj, dim), mode, cval, origin)
+
+
+def maximum_filter1d(obj, size, dim, mode="reflect", cval=0.0, origin=0):
+    return ranked.maximum_filter1d(obj, size, _axis(obj, dim), mode, cval, origin)
 
 
 def derivative(obj, dim, order=1, accuracy=2, spacing=None, mode="nearest"):
@@ -192,8 +269,9 @@ def _dims_of_call(func, args, kwargs) -> list:
         return [bound["dim"]]
     if bound.get("dims") is not None:
         return [bound["dims"]] if isinstance(bound["dims"], str) else list(bound["dims"])
-    if isinstance(bound.get("sigma"), dict):
-        return list(bound["sigma"])
+    for key in ("sigma", "size"):
+        if isinstance(bound.get(key), dict):
+            return list(bound[key])
     return []
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from . import filters, histograms, kmeans, named, reductions, scans, stencils, transpose
+from . import edges, filters, histograms, kmeans, named, rank, reductions, scans, smooth, stencils, transpose
 
 
 @dataclass(frozen=True)
@@ -19,11 +19,17 @@ class Op:
 
 
 def _ops():
-    steps = [(filters, "correlate"), (filters, "convolve"), (filters, "correlate1d"),
-             (filters, "convolve1d"), (filters, "gaussian_filter"), (stencils, "derivative"),
-             (stencils, "laplace"), (scans, "scan"), (scans, "cumsum"), (scans, "cumprod"),
-             (scans, "cummin"), (scans, "cummax")]
-    out = [Op(n, getattr(m, n), getattr(named, n), True, m in (filters, stencils)) for m, n in steps]
+    filter_steps = [(filters, "correlate"), (filters, "convolve"), (filters, "correlate1d"),
+                    (filters, "convolve1d"), (smooth, "gaussian_filter"), (smooth, "gaussian_filter1d"),
+                    (smooth, "uniform_filter"), (smooth, "uniform_filter1d"), (edges, "sobel"),
+                    (edges, "prewitt"), (edges, "gaussian_laplace"),
+                    (edges, "gaussian_gradient_magnitude"), (rank, "minimum_filter"),
+                    (rank, "maximum_filter"), (rank, "minimum_filter1d"), (rank, "maximum_filter1d"),
+                    (rank, "median_filter"), (rank, "rank_filter"), (rank, "percentile_filter"),
+                    (stencils, "derivative"), (stencils, "laplace")]
+    out = [Op(n, getattr(m, n), getattr(named, n), True, True) for m, n in filter_steps]
+    scan_steps = ["scan", "cumsum", "cumprod", "cummin", "cummax"]
+    out += [Op(n, getattr(scans, n), getattr(named, n), True) for n in scan_steps]
     out.append(Op("histogram", histograms.histogram, named.histogram))
     for m, names in [(reductions, ("reduce", "sum", "prod", "min", "max", "mean")),
                      (histograms, ("bincount", "histogram2d")),

@@ -12,7 +12,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..core import checks
-from .filters import correlate1d, correlate_nd
+from .filters import correlate1d, correlate_nd, linear
 
 
 def _fornberg(offsets: list[int], order: int) -> list[Fraction]:
@@ -72,7 +72,7 @@ def derivative(x, axis, order=1, accuracy=2, spacing=1.0, mode="nearest", *, all
 def laplace(x, accuracy=2, spacing=1.0, mode="nearest", *, allow_rechunk=True):
     """Sum of second derivatives along every axis, as one N-D star-stencil pass."""
     _, accuracy = _check(2, accuracy)
-    x = checks.nonzero_ndim(checks.as_array(x))
+    x = checks.nonzero_ndim(checks.as_array(x, kinds=checks.SUPPORTED_KINDS + "c"))
     hs = checks.per_axis(spacing, x.ndim, "spacing")
     if any(h == 0 for h in hs):
         raise ValueError(f"spacing must not be zero, got {spacing!r}")
@@ -85,4 +85,5 @@ def laplace(x, accuracy=2, spacing=1.0, mode="nearest", *, allow_rechunk=True):
         for k, wk in enumerate(c):
             idx[ax] = k
             star[tuple(idx)] += wk / h**2
-    return correlate_nd(x, star, mode, 0.0, 0, False, "distconv-laplace", allow_rechunk)
+    return linear(x, star, 0.0, None, lambda d, w, c, dt: correlate_nd(
+        d, w, mode, c, 0, False, "distconv-laplace", allow_rechunk))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core.modes import MODES
+from ...core.modes import MODES, mode_of
 from ...core.tile import Tile
 from . import device_constant, guard_memory, loader
 from .masks import slots_for
@@ -14,9 +14,11 @@ from .types import ctype, scalar
 MAX_TILED = 32  # the register-tiled kernel unrolls mask rows/columns up to this size
 
 
-def compute_dtype(dtype) -> np.dtype:
-    """float32 stays float32; everything else is computed in float64 (as scipy does)."""
-    return np.dtype(np.float32) if np.dtype(dtype) == np.float32 else np.dtype(np.float64)
+def compute_dtype(dtype, out=None) -> np.dtype:
+    """float32 (in and out) stays float32; everything else is computed in float64 (as scipy
+    does)."""
+    both = {np.dtype(dtype), np.dtype(dtype if out is None else out)}
+    return np.dtype(np.float32) if both == {np.dtype(np.float32)} else np.dtype(np.float64)
 
 
 def _as_compute(tile: Tile, T) -> Tile:
@@ -26,13 +28,14 @@ def _as_compute(tile: Tile, T) -> Tile:
 
 
 @guard_memory
-def correlate(block, weights: np.ndarray, mode: str, cval: float, origin: tuple):
-    """scipy.ndimage.correlate of the centre of ``block`` (a cupy array or a Tile of them)."""
+def correlate(block, weights: np.ndarray, mode: str, cval: float, origin: tuple, dtype=None):
+    """scipy.ndimage.correlate of the centre of ``block`` (a cupy array or a Tile of them);
+    ``dtype``: of the result (default the block's)."""
     import cupy
 
     tile = Tile.of(block)
-    dtype = tile.centre.dtype
-    T = compute_dtype(dtype)
+    dtype = np.dtype(tile.centre.dtype if dtype is None else dtype)
+    T = compute_dtype(tile.centre.dtype, dtype)
     tile = _as_compute(tile, T)
     mask_axes = {a for a in range(tile.ndim) if weights.shape[a] > 1}
     gs = axis_groups(tile, mask_axes)
@@ -57,17 +60,21 @@ def _to_dtype(out, dtype):
 
 
 @guard_memory
-def correlate_passes(block, passes: list, mode: str, cval: float):
-    """Separable passes over ``block`` (a cupy array or a Tile of them). Each pass reads the previous result, still extended along the axes to
-    come, and writes it with its own axis trimmed to the centre; the first pass reads the
-    halo tile itself, so nothing is ever assembled."""
+def correlate_passes(block, passes: list, mode, cval: float, dtype=None):
+    """Separable passes over ``block`` (a cupy array or a Tile of them); ``mode``: one, or one
+    per axis; ``dtype``: of the result and of every intermediate (default the block's). Each
+    pass reads the previous result, still extended along the axes to come, and writes it with
+    its own axis trimmed to the centre; the first pass reads the halo tile itself, so nothing
+    is ever assembled."""
     import cupy
 
     tile = Tile.of(block)
-    dtype = tile.centre.dtype
-    T = compute_dtype(dtype)
+    dtype = np.dtype(tile.centre.dtype if dtype is None else dtype)
+    T = compute_dtype(tile.centre.dtype, dtype)
+    if not passes:
+        return tile.centre.astype(dtype)
     cur = _as_compute(tile, T)
-    fused = _separable2d(cur, passes, mode, cval) if dtype in (np.float32, np.float64) else None
+    fused = _separable2d(cur, passes, mode, cval) if dtype == T else None
     if fused is not None:
         return fused
     lo_ext = [lo for lo, _ in tile.halo]  # extension still carried at the low end of each axis
@@ -81,7 +88,7 @@ def correlate_passes(block, passes: list, mode: str, cval: float):
         if out.size:
             src, _keep = dc_tile(cur, gs)
             launch(src, out, group_sizes(out.shape, gs), offs, np.asarray(w, dtype=T).reshape(k3),
-                   MODES[mode], cval)
+                   MODES[mode_of(mode, axis)], cval)
         if T != dtype and i < len(passes) - 1:  # scipy keeps intermediates in the input dtype
             out = _to_dtype(out, dtype).astype(T)
         lo_ext[axis] = 0
@@ -99,6 +106,9 @@ def _separable2d(tile: Tile, passes: list, mode: str, cval: float):
     if len(passes) != 2:
         return None
     (a0, w0, o0), (a1, w1, o1) = sorted(passes, key=lambda p: p[0])
+    if mode_of(mode, a0) != mode_of(mode, a1):
+        return None
+    mode = mode_of(mode, a0)
     gs = axis_groups(tile, {a0, a1})
     if gs[1] != [a0] or gs[2] != [a1] or max(len(w0), len(w1)) > MAX_SEPARABLE:
         return None

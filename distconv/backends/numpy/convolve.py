@@ -11,23 +11,28 @@ from __future__ import annotations
 import numpy as np
 import scipy.ndimage as ndi
 
+from ...core.modes import mode_of
 from ...core.tile import Tile
 
 
-def correlate(block, weights: np.ndarray, mode: str, cval: float, origin: tuple):
-    """scipy.ndimage.correlate of the tile's centre; ``weights`` has the block's ndim."""
+def correlate(block, weights: np.ndarray, mode: str, cval: float, origin: tuple, dtype=None):
+    """scipy.ndimage.correlate of the tile's centre; ``weights`` has the block's ndim;
+    ``dtype``: of the result (default the block's)."""
     tile = Tile.of(block)
     ext = tile.assemble()
-    out = ndi.correlate(ext, weights, mode=mode, cval=cval, origin=list(origin))
+    out = ndi.correlate(ext, weights, output=dtype, mode=mode, cval=cval, origin=list(origin))
     return out[tile.interior()]
 
 
-def correlate_passes(block, passes: list, mode: str, cval: float):
+def correlate_passes(block, passes: list, mode, cval: float, dtype=None):
     """Apply ``passes`` = [(axis, weights1d, origin), ...] in order, as scipy chains 1-D filters
-    (each intermediate in the input's dtype, as scipy.ndimage.gaussian_filter does)."""
+    (each intermediate in the result's dtype, as scipy.ndimage.gaussian_filter does).
+    ``mode``: one mode, or one per axis."""
     tile = Tile.of(block)
     ext = tile.assemble()
     for axis, w, origin in passes:
-        ext = ndi.correlate1d(ext, w, axis=axis, mode=mode, cval=cval, origin=origin)
-    return ext[tile.interior()]
+        ext = ndi.correlate1d(ext, w, axis=axis, output=dtype, mode=mode_of(mode, axis), cval=cval,
+                              origin=origin)
+    out = ext[tile.interior()]
+    return out if dtype is None else out.astype(dtype, copy=False)
 

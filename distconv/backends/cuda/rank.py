@@ -1,0 +1,177 @@
+"""Launchers for kernels/rank.cu (cupy blocks): rank filters over a footprint and separable
+minimum/maximum passes. Values are selected in an exact type (small integers widened), so the
+result is always one of the inputs or cval."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...core.modes import MODES, mode_of
+from ...core.tile import Tile
+from . import guard_memory, loader
+from .tile import axis_groups, dc_tile, group_sizes
+from .types import ctype, scalar
+
+DC_FOOTPRINT = np.dtype([("bits", "<u8", (loader.define("DC_RANK_WORDS"),))])
+
+
+def select_dtype(dtype) -> np.dtype:
+    """Floats as they are; integers widened to a type that holds every value and cval."""
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return dt
+    if dt == np.uint64:
+        return dt
+    return np.dtype(np.int32) if dt.itemsize <= 2 else np.dtype(np.int64)
+
+
+def _cval(cval: float, T: np.dtype, cast_to=None):
+    """cval in the selection type. scipy compares a double cval with the values and casts the
+    pick (truncate, wrap); truncating and clipping cval first are monotone, so the pick is the
+    same. ``cast_to``: scipy's minimum/maximum over a footprint casts cval to the input dtype
+    first (C's truncate-and-wrap) instead."""
+    if T.kind == "f":
+        return scalar(cval, T)
+    info = np.iinfo(T)
+    v = int(np.clip(np.nan_to_num(np.trunc(cval), nan=0.0), -2.0**63, 2.0**63 - 1024))
+    if cast_to is not None:
+        v = int(np.array(v, dtype=np.int64).astype(cast_to))
+    return scalar(min(max(v, info.min), info.max), T)
+
+
+def _widen(tile: Tile, T) -> Tile:
+    if tile.centre.dtype == T:
+        return tile
+    return Tile(tile.centre.astype(T), tile.halo, {d: p.astype(T) for d, p in tile.pieces.items()})
+
+
+def _fits(k3, R: int, T) -> bool:
+    """Within the kernel's compile-time limits (kernels/rank.cu header)."""
+    bx, by, py = (loader.define(n) for n in ("DC_RANK_BX", "DC_RANK_BY", "DC_RANK_PY"))
+    smem = k3[0] * (by * py + k3[1] - 1) * (bx + k3[2] - 1) * T.itemsize
+    return (int(np.prod(k3)) <= 64 * loader.define("DC_RANK_WORDS") and R <= loader.define("DC_RANK_KEEP")
+            and R * T.itemsize <= loader.define("DC_RANK_KEEP_BYTES") and smem <= loader.define("DC_RANK_SMEM"))
+
+
+def _launch(src, out, out3, offs, k3, bits, R: int, top: bool, mode: int, cval):
+    T = out.dtype
+    oD, oH, oW = out3
+    bx, by, py = (loader.define(n) for n in ("DC_RANK_BX", "DC_RANK_BY", "DC_RANK_PY"))
+    if oH == 1:  # lines: every thread on its own output along x
+        bx, by, py = bx * by, 1, 1
+    KD, KH, KW = k3
+    smem = KD * (by * py + KH - 1) * (bx + KW - 1) * T.itemsize  # kernel header formula
+    name = loader.template("distconv_rank", ctype(T), KD, KH, KW, R, top, bx, by, py)
+    fn = loader.function("rank", name, smem)
+    grid = (-(-oW // bx), min(-(-oH // (by * py)), 65535), min(oD, 65535))
+    fp = np.zeros((), dtype=DC_FOOTPRINT)
+    fp["bits"] = bits
+    fn(grid, (bx, by, 1), (src, out, *(np.int64(v) for v in out3), *(np.int64(v) for v in offs),
+                           np.int32(mode), cval, fp[()]), shared_mem=smem)
+
+
+def _bits(mask: np.ndarray) -> np.ndarray:
+    bits = np.zeros(loader.define("DC_RANK_WORDS"), dtype=np.uint64)
+    for t in np.flatnonzero(mask.ravel()):
+        bits[t >> 6] |= np.uint64(1) << np.uint64(t & 63)
+    return bits
+
+
+def _keep(rank: int, n: int) -> tuple[int, bool]:
+    """(values a thread keeps, select from the top?): the shorter side of the rank."""
+    return (rank + 1, False) if rank <= n - 1 - rank else (n - rank, True)
+
+
+@guard_memory
+def rank(block, footprint: np.ndarray, rank: int, mode: str, cval: float, origin: tuple):
+    """scipy.ndimage.rank_filter of the centre of ``block`` (a cupy array or a Tile of them)."""
+    import cupy
+
+    tile = Tile.of(block)
+    dtype = tile.centre.dtype
+    T = select_dtype(dtype)
+    fp_axes = {a for a in range(tile.ndim) if footprint.shape[a] > 1}
+    gs = axis_groups(tile, fp_axes)
+    k3 = tuple(footprint.shape[g[0]] if len(g) == 1 else 1 for g in gs)
+    n = int(footprint.sum())
+    R, top = _keep(rank, n)
+    if not _fits(k3, R, T):
+        return _cupyx_rank(tile, footprint, rank, mode, cval, origin)
+    tile = _widen(tile, T)
+    offs = tuple(tile.halo[g[0]][0] - (footprint.shape[g[0]] // 2 + origin[g[0]]) if len(g) == 1 else 0
+                 for g in gs)
+    out = cupy.empty(tile.centre.shape, dtype=T)
+    if out.size:
+        src, _keep_alive = dc_tile(tile, gs)
+        extreme = rank in (0, n - 1)  # scipy: its minimum/maximum over a footprint
+        _launch(src, out, group_sizes(out.shape, gs), offs, k3, _bits(footprint.reshape(k3)), R, top,
+                MODES[mode], _cval(cval, T, dtype if extreme else None))
+    return out.astype(dtype, copy=False)
+
+
+def _cupyx_rank(tile: Tile, footprint, rank: int, mode: str, cval: float, origin: tuple):
+    """Footprints beyond the kernel's limits: cupyx's rank filter on the assembled tile."""
+    import cupyx.scipy.ndimage as cndi
+
+    out = cndi.rank_filter(tile.assemble(), rank, footprint=footprint, mode=mode, cval=cval,
+                           origin=list(origin))
+    return out[tile.interior()]
+
+
+@guard_memory
+def extremum_passes(block, passes: list, minimum: bool, mode, cval: float):
+    """Separable minimum/maximum over ``block``: each pass (axis, size, origin) reads the
+    previous result, still extended along the axes to come, and keeps one value per thread."""
+    import cupy
+
+    tile = Tile.of(block)
+    dtype = tile.centre.dtype
+    if not passes:
+        return tile.centre.copy()
+    T = select_dtype(dtype)
+    cur = _widen(tile, T)
+    lo_ext = [lo for lo, _ in tile.halo]
+    for axis, size, origin in passes:
+        shape = list(cur.extended_shape)
+        shape[axis] = tile.centre.shape[axis]
+        gs = axis_groups(cur, {axis})
+        k3 = tuple(size if g == [axis] else 1 for g in gs)
+        if not _fits(k3, 1, T):
+            k3 = None
+        offs = tuple(lo_ext[axis] - (size // 2 + origin) if g == [axis] else 0 for g in gs)
+        out = cupy.empty(tuple(shape), dtype=T)
+        if out.size and k3 is not None:
+            src, _keep_alive = dc_tile(cur, gs)
+            _launch(src, out, group_sizes(out.shape, gs), offs, k3, _bits(np.ones(k3, bool)), 1,
+                    not minimum, MODES[mode_of(mode, axis)], _cval(cval, T))
+        elif out.size:
+            out = _cupyx_pass(cur, axis, size, origin, minimum, mode_of(mode, axis), cval, lo_ext)
+        lo_ext[axis] = 0
+        cur = Tile.of(out)
+    return cur.centre.astype(dtype, copy=False)
+
+
+def _cupyx_pass(cur: Tile, axis, size, origin, minimum, mode, cval, lo_ext):
+    """A 1-D window beyond the kernel's limits: cupyx's filter on the assembled tile."""
+    import cupyx.scipy.ndimage as cndi
+
+    f = cndi.minimum_filter1d if minimum else cndi.maximum_filter1d
+    ext = f(cur.assemble(), size, axis=axis, mode=mode, cval=cval, origin=origin)
+    sl = [slice(None)] * ext.ndim
+    lo, hi = cur.halo[axis]
+    sl[axis] = slice(lo, ext.shape[axis] - hi)
+    return ext[tuple(sl)]
+
+
+# Representative instantiations, compiled ahead by the nvcc test (tests/test_kernels_build.py)
+INSTANTIATIONS = [
+    loader.template("distconv_rank", t, kd, kh, kw, r, top, 32, 8, 4)
+    for t in ("float", "double", "int", "long long")
+    for kd, kh, kw, r, top in ((1, 3, 3, 5, False), (1, 5, 5, 13, False), (1, 1, 9, 1, True),
+                               (1, 9, 1, 1, False), (3, 3, 3, 14, True), (1, 9, 9, 41, False))
+] + [
+    loader.template("distconv_rank", "float", 1, 1, 31, 1, False, 256, 1, 1),
+    loader.template("distconv_rank", "unsigned long long", 1, 3, 3, 5, False, 32, 8, 4),
+    loader.template("distconv_rank", "double", 1, 9, 11, 48, True, 32, 8, 4),
+    loader.template("distconv_rank", "float", 1, 11, 11, 61, True, 32, 8, 4),
+]

@@ -1,0 +1,146 @@
+"""Smoothing filters with scipy.ndimage semantics: the separable Gaussian (and its 1-D form),
+the uniform (box) filter (and its 1-D form). Each is a run of 1-D passes of the correlate
+kernels, one halo task per chunk on dask (ops/filters.py)."""
+
+from __future__ import annotations
+
+import numbers
+import operator
+from functools import partial
+
+import numpy as np
+
+from .. import backends
+from ..core import checks
+from ..core.arrays import array_module
+from ..core.modes import canonical_mode, canonical_modes, mode_of
+from ..core.stencil import Stencil, chain
+from .filters import _depth, _filter, linear, passes_filter
+
+
+def gaussian_kernel1d(sigma: float, order: int, radius: int) -> np.ndarray:
+    """The 1-D Gaussian (derivative) kernel scipy.ndimage uses, ready for correlate1d."""
+    x = np.arange(-radius, radius + 1)
+    phi = np.exp(-0.5 / (sigma * sigma) * x.astype(np.float64) ** 2)
+    phi /= phi.sum()
+    if order == 0:
+        return phi
+    exps = np.arange(order + 1)
+    q = np.zeros(order + 1)
+    q[0] = 1
+    dq = np.diag(exps[1:], 1) + np.diag(np.ones(order) / -(sigma * sigma), -1)
+    for _ in range(order):
+        q = dq.dot(q)
+    return ((x[:, None] ** exps).dot(q) * phi)[::-1]
+
+
+def _radius(r, radius):
+    if not isinstance(r, numbers.Integral) or isinstance(r, bool) or r < 0:
+        raise ValueError(f"radius must be a non-negative integer, got {radius!r}")
+    return int(r)
+
+
+def gaussian(x, sigma, order, mode, cval, truncate, radius, axes, allow_rechunk, dtype,
+             name="distconv-gaussian"):
+    """gaussian_filter on real data; per-axis arguments follow ``axes`` (scipy's order)."""
+    x = checks.nonzero_ndim(checks.as_array(x))
+    ax = checks.axes_in_order(axes, x.ndim)
+    n = len(ax)
+    sigmas = checks.per_axis(sigma, n, "sigma")
+    orders = checks.per_axis(order, n, "order", cast=operator.index)
+    modes = canonical_modes(mode, n)
+    cval = checks.real(cval, "cval")
+    truncate = checks.real(truncate, "truncate")
+    radii = checks.per_axis(radius, n, "radius", cast=lambda r: r) if radius is not None else (None,) * n
+    if not all(s >= 0 for s in sigmas):
+        raise ValueError(f"sigma must be >= 0, got {sigma!r}")
+    if any(o < 0 for o in orders):
+        raise ValueError(f"order must be >= 0, got {order!r}")
+    passes = []
+    for a, s, o, r in zip(ax, sigmas, orders, radii):
+        if s > 1e-15:
+            r = int(truncate * s + 0.5) if r is None else _radius(r, radius)
+            passes.append((a, gaussian_kernel1d(s, o, r), 0))
+    full = checks.spread(modes, ax, x.ndim, modes[0] if modes else "reflect")
+    return passes_filter(x, passes, full, cval, name, allow_rechunk, dtype)
+
+
+def gaussian_filter(x, sigma, order=0, mode="reflect", cval=0.0, truncate=4.0, *, radius=None,
+                    axes=None, output=None, allow_rechunk=True):
+    """Separable Gaussian filter (scipy.ndimage.gaussian_filter semantics), one pass per axis.
+    ``sigma``, ``order``, ``mode``, ``radius``: one value, or one per axis (of ``axes``)."""
+    return linear(x, None, cval, output, lambda d, _w, c, dt: gaussian(
+        d, sigma, order, mode, c, truncate, radius, axes, allow_rechunk, dt))
+
+
+def gaussian_filter1d(x, sigma, axis=-1, order=0, mode="reflect", cval=0.0, truncate=4.0, *,
+                      radius=None, output=None, allow_rechunk=True):
+    """1-D Gaussian filter along ``axis`` (scipy.ndimage.gaussian_filter1d semantics)."""
+    canonical_mode(mode)  # one mode, as scipy's 1-D filters take
+    x = checks.as_array(x, kinds=checks.SUPPORTED_KINDS + "c")
+    ax = checks.axis(axis, max(x.ndim, 1))
+    return linear(x, None, cval, output, lambda d, _w, c, dt: gaussian(
+        d, checks.real(sigma, "sigma"), operator.index(order), mode, c, truncate, radius, (ax,),
+        allow_rechunk, dt, "distconv-gaussian1d"))
+
+
+def uniform(x, size, mode, cval, origin, axes, allow_rechunk, dtype, name="distconv-uniform"):
+    """uniform_filter on real data: one box pass per axis of ``axes`` with a size over 1."""
+    x = checks.nonzero_ndim(checks.as_array(x))
+    ax = checks.axes_in_order(axes, x.ndim)
+    n = len(ax)
+    sizes = checks.per_axis(size, n, "size", cast=operator.index)
+    if any(k < 1 for k in sizes):
+        raise ValueError(f"size must be >= 1 along every axis, got {size!r}")
+    origins = checks.per_axis(origin, n, "origin", cast=operator.index)
+    for k, o in zip(sizes, origins):
+        checks.origins(o, (k,))
+    modes = canonical_modes(mode, n)
+    cval = checks.real(cval, "cval")
+    full = checks.spread(modes, ax, x.ndim, modes[0] if modes else "reflect")
+    steps = [(a, k, o) for a, k, o in zip(ax, sizes, origins) if k > 1]
+    out = np.dtype(x.dtype if dtype is None else dtype)
+    if out.kind == "f" or not steps:
+        passes = [(a, np.full(k, 1.0 / k), o) for a, k, o in steps]
+        return passes_filter(x, passes, full, cval, name, allow_rechunk, dtype)
+    # integers: scipy divides an exact sum and truncates after every axis; a sum of values
+    # times 1/size can land a hair below an integer, so each axis sums exactly, then divides
+    stencils = []
+    for a, k, o in steps:
+        depth = tuple(_depth(k, o) if b == a else (0, 0) for b in range(x.ndim))
+        total = partial(backends.correlate_passes, passes=[(a, np.ones(k), o)], mode=mode_of(full, a),
+                        cval=cval, dtype=np.float64)
+        stencils.append(Stencil(_Mean(total, k, out), depth, full, name, out))
+    st = chain(stencils, name)
+    return _filter(x, st.func, st.depth, st.mode, name, allow_rechunk, dtype)
+
+
+class _Mean:
+    """A block's exact box sums divided by the box size and cast as scipy's C code casts
+    (truncate, then wrap into the integer type); picklable."""
+
+    def __init__(self, total, size: int, dtype):
+        self.total, self.size, self.dtype = total, size, np.dtype(dtype)
+
+    def __call__(self, tile):
+        s = self.total(tile)
+        xp = array_module(s)
+        return xp.trunc(s / self.size).astype(np.int64).astype(self.dtype)
+
+
+def uniform_filter(x, size=3, mode="reflect", cval=0.0, origin=0, *, axes=None, output=None,
+                   allow_rechunk=True):
+    """Uniform (box-mean) filter (scipy.ndimage.uniform_filter semantics), one pass per axis.
+    ``size``, ``mode``, ``origin``: one value, or one per axis (of ``axes``)."""
+    return linear(x, None, cval, output, lambda d, _w, c, dt: uniform(
+        d, size, mode, c, origin, axes, allow_rechunk, dt))
+
+
+def uniform_filter1d(x, size, axis=-1, mode="reflect", cval=0.0, origin=0, *, output=None,
+                     allow_rechunk=True):
+    """1-D uniform filter along ``axis`` (scipy.ndimage.uniform_filter1d semantics)."""
+    canonical_mode(mode)
+    x = checks.as_array(x, kinds=checks.SUPPORTED_KINDS + "c")
+    ax = checks.axis(axis, max(x.ndim, 1))
+    return linear(x, None, cval, output, lambda d, _w, c, dt: uniform(
+        d, operator.index(size), mode, c, origin, (ax,), allow_rechunk, dt, "distconv-uniform1d"))

@@ -1,0 +1,101 @@
+// distconv rank kernels: out = the RANK-th smallest value over a footprint (minimum, maximum,
+// median, any rank, percentile), scipy.ndimage.rank_filter semantics, over a halo tile.
+// out[z, y, x] = select_RANK { in[z + kz + offD, y + ky + offH, x + kx + offW] : footprint[kz, ky, kx] }
+// in extended tile coordinates (DcTile, common.cuh); the boundary mode applies at the tile's
+// edges, which are global edges. Separable minimum/maximum filters are this with a 1-D box per
+// axis and R = 1 (the launcher, distconv/backends/cuda/rank.py, decides).
+#include "common.cuh"
+
+#define DC_RANK_BX 32       // threads per block: DC_RANK_BX x DC_RANK_BY
+#define DC_RANK_BY 8
+#define DC_RANK_PY 4        // output rows per thread (DC_RANK_BY * DC_RANK_PY rows per block)
+#define DC_RANK_KEEP 64     // most values one thread keeps (R below) ...
+#define DC_RANK_KEEP_BYTES 384  // ... and most bytes of them (registers, no spills)
+#define DC_RANK_WORDS 16    // footprint bits: at most 64 * DC_RANK_WORDS taps
+#define DC_RANK_SMEM 98304  // bytes of staged planes per block the launcher may ask for
+
+// The footprint as bits in C order of (kz, ky, kx); passed by value (a kernel parameter).
+struct DcFootprint {
+    unsigned long long bits[DC_RANK_WORDS];
+};
+
+// Insert v into buf[0..R) kept sorted (ascending when !TOP, descending when TOP): one
+// compare-exchange per slot, all in registers (the loop is unrolled, indices are constants).
+template <typename T, int R, bool TOP>
+__device__ __forceinline__ void dc_rank_insert(T (&buf)[R], T v) {
+#pragma unroll
+    for (int j = 0; j < R; ++j) {
+        const T b = buf[j];
+        const bool swap = TOP ? (v > b) : (v < b);
+        buf[j] = swap ? v : b;
+        v = swap ? b : v;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// distconv_rank: the R-th smallest (TOP: R-th largest) value over a KD x KH x KW footprint box.
+// Threads -> data: a block of BX x BY threads owns an output tile of TH = BY*PY rows by TW = BX
+//   columns of one plane z; thread (tx, ty) computes the PY outputs of column tx at rows
+//   ty*PY.. (blockIdx.x: column tiles, blockIdx.y: row tiles with a grid-stride loop,
+//   blockIdx.z: planes with a grid-stride loop).
+// Shared memory (dynamic): the KD input planes of the tile with their halo, each SH = TH+KH-1
+//   rows by SW = TW+KW-1 columns, T each; consecutive threads read consecutive columns.
+// Registers: R values per thread (the R smallest seen so far, sorted), R <= DC_RANK_KEEP and
+//   R * sizeof(T) <= DC_RANK_KEEP_BYTES;
+//   taps are unrolled for small R only (see the loop).
+// Footprint: a bit per tap, copied to static shared memory (taps off the footprint are
+//   skipped; the test is uniform per warp).
+// Limits: KD*KH*KW <= 64*DC_RANK_WORDS and KD*SH*SW*sizeof(T) <= DC_RANK_SMEM (launcher
+//   checks both; larger footprints take cupyx's rank filter); sizes 64-bit.
+template <typename T, int KD, int KH, int KW, int R, bool TOP, int BX, int BY, int PY>
+__global__ void __launch_bounds__(BX *BY, 1)
+distconv_rank(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW, i64 offD, i64 offH,
+              i64 offW, int mode, T cval, const DcFootprint fp) {
+    static_assert(R >= 1 && R <= DC_RANK_KEEP && R * sizeof(T) <= DC_RANK_KEEP_BYTES, "R too large");
+    static_assert(KD * KH * KW <= 64 * DC_RANK_WORDS, "footprint too large");
+    constexpr int TH = BY * PY, TW = BX, SH = TH + KH - 1, SW = TW + KW - 1;
+    extern __shared__ __align__(16) unsigned char dc_smem_raw[];
+    T *s = reinterpret_cast<T *>(dc_smem_raw);
+    __shared__ unsigned long long s_fp[DC_RANK_WORDS];  // a parameter indexed at run time would
+    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * BX + tx;  // be copied to local memory
+#pragma unroll
+    for (int w = 0; w < DC_RANK_WORDS; ++w)  // constant indices keep fp in the parameter bank
+        if (tid == w) s_fp[w] = fp.bits[w];
+    const i64 nty = (oH + TH - 1) / TH;
+    const i64 x0 = (i64)blockIdx.x * TW;
+    const T far = TOP ? dc_limits<T>::lowest() : dc_limits<T>::highest();
+
+    for (i64 z = blockIdx.z; z < oD; z += gridDim.z) {
+        for (i64 tyb = blockIdx.y; tyb < nty; tyb += gridDim.y) {
+            const i64 y0 = tyb * TH;
+#pragma unroll 1
+            for (int kz = 0; kz < KD; ++kz)
+                dc_stage<T, SH, SW, BX * BY>(s + kz * SH * SW, src, z + kz + offD, y0 + offH,
+                                             x0 + offW, mode, cval, tid);
+            __syncthreads();
+#pragma unroll 1
+            for (int py = 0; py < PY; ++py) {
+                const i64 y = y0 + ty * PY + py, x = x0 + tx;
+                if (y >= oH || x >= oW) continue;
+                T buf[R];
+#pragma unroll
+                for (int j = 0; j < R; ++j) buf[j] = far;
+                const T *base = s + (ty * PY + py) * SW + tx;
+                // taps unrolled only while the body is short: a long insert chain repeated for
+                // every tap would grow past the unroller's limits and push buf to local memory
+#pragma unroll 1
+                for (int kz = 0; kz < KD; ++kz)
+#pragma unroll(R <= 2 ? KH : 1)
+                    for (int kh = 0; kh < KH; ++kh)
+#pragma unroll(R <= 8 ? KW : 1)
+                        for (int kw = 0; kw < KW; ++kw) {
+                            const int t = (kz * KH + kh) * KW + kw;
+                            if ((s_fp[t >> 6] >> (t & 63)) & 1ull)
+                                dc_rank_insert<T, R, TOP>(buf, base[(kz * SH + kh) * SW + kw]);
+                        }
+                out[(z * oH + y) * oW + x] = buf[R - 1];
+            }
+            __syncthreads();
+        }
+    }
+}
