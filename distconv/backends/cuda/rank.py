@@ -28,8 +28,8 @@ def select_dtype(dtype) -> np.dtype:
 def _cval(cval: float, T: np.dtype, cast_to=None):
     """cval in the selection type. scipy compares a double cval with the values and casts the
     pick (truncate, wrap); truncating and clipping cval first are monotone, so the pick is the
-    same. ``cast_to``: scipy's minimum/maximum over a footprint casts cval to the input dtype
-    first (C's truncate-and-wrap) instead."""
+    same; that is scipy's separable minimum/maximum. ``cast_to``: scipy's rank filters (and its
+    minimum/maximum over a footprint) cast cval to the input dtype first (C's truncate-and-wrap)."""
     if T.kind == "f":
         return scalar(cval, T)
     info = np.iinfo(T)
@@ -93,8 +93,7 @@ def rank(block, footprint: np.ndarray, rank: int, mode: str, cval: float, origin
     fp_axes = {a for a in range(tile.ndim) if footprint.shape[a] > 1}
     gs = axis_groups(tile, fp_axes)
     k3 = tuple(footprint.shape[g[0]] if len(g) == 1 else 1 for g in gs)
-    n = int(footprint.sum())
-    R, top = _keep(rank, n)
+    R, top = _keep(rank, int(footprint.sum()))
     if not _fits(k3, R, T):
         return _cupyx_rank(tile, footprint, rank, mode, cval, origin)
     tile = _widen(tile, T)
@@ -103,9 +102,8 @@ def rank(block, footprint: np.ndarray, rank: int, mode: str, cval: float, origin
     out = cupy.empty(tile.centre.shape, dtype=T)
     if out.size:
         src, _keep_alive = dc_tile(tile, gs)
-        extreme = rank in (0, n - 1)  # scipy: its minimum/maximum over a footprint
         _launch(src, out, group_sizes(out.shape, gs), offs, k3, _bits(footprint.reshape(k3)), R, top,
-                MODES[mode], _cval(cval, T, dtype if extreme else None))
+                MODES[mode], _cval(cval, T, dtype))
     return out.astype(dtype, copy=False)
 
 
