@@ -83,8 +83,11 @@ def test_resume_writes_only_missing_blocks(tmp_path, small_blocks):
     for f in victim.rglob("*"):
         if f.is_file():
             f.unlink()
-    batch.run(wf, progress=False, resume=True)
+    s = batch.run(wf, progress=False, resume=True)
     np.testing.assert_array_equal(_stored(out)[...], clean)
+    r0, r1 = job.row_blocks[0]
+    assert s["bytes_out"] == s["bytes_in"] == (r1 - r0) * 40 * clean.itemsize  # only block 0 ran
+    assert s["resumed_bytes"] == (64 - (r1 - r0)) * 40 * clean.itemsize
 
 
 def test_wrap_and_non_stencil_steps_take_the_general_path(tmp_path):

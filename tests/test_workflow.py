@@ -140,9 +140,12 @@ def test_resume_writes_only_missing_blocks_and_equals_clean_run(tmp_path):
     z[64:80] = 0
     with pytest.raises(workflow.WorkflowError, match="incomplete"):
         workflow.run(wf, progress=False)
-    workflow.run(wf, progress=False, resume=True)
+    s = workflow.run(wf, progress=False, resume=True)
     np.testing.assert_array_equal(read(out), clean)
     assert (out / workflow.MARKER).exists() and not marks.exists()
+    # the summary counts what this run did: the 2 missing blocks of 6, not the whole array
+    assert s["bytes_out"] == 2 * 16 * 80 * clean.itemsize
+    assert s["resumed_bytes"] == 4 * 16 * 80 * clean.itemsize
 
 
 def _load_doc(tmp_path, doc):

@@ -56,6 +56,7 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     job = storage.store(data, array_path, storage_chunks=storage_chunks,
                         codec=wf.outputs.get("codec", "zstd"), overwrite=overwrite and not resume,
                         attrs=attrs, resume=resume, dims=dims)
+    skipped = storage.written_bytes(data, array_path, storage_chunks) if resume else 0
     step_seconds, _ = _compute(job, client, progress)
     storage.finish(array_path)
     if dims is not None:
@@ -66,10 +67,12 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     seconds = time.perf_counter() - t0
     summary = {"workflow": wf.name, "input": wf.input["path"], "output": str(out_path),
                "shape": list(data.shape), "dtype": str(data.dtype), "steps": [o for o, _ in wf.steps],
-               "bytes_in": src["nbytes"], "bytes_out": data.nbytes, "seconds": round(seconds, 3),
-               "GBps": round(src["nbytes"] / seconds / 1e9, 3), "gpu_memory_peak": _gpu_peak(client),
-               "step_seconds": step_seconds, "path": "general",
+               "bytes_in": src["nbytes"] - skipped, "bytes_out": data.nbytes - skipped,
+               "seconds": round(seconds, 3), "GBps": round((src["nbytes"] - skipped) / seconds / 1e9, 3),
+               "gpu_memory_peak": _gpu_peak(client), "step_seconds": step_seconds, "path": "general",
                "first_task_at": step_seconds.pop("first_task_at", None)}
+    if skipped:
+        summary["resumed_bytes"] = skipped  # written by the interrupted run, not by this one
     if hist is not None:
         summary["histogram"] = hist
     if wf.report:
@@ -94,19 +97,25 @@ def _run_direct(wf, client, gpu, overwrite, resume, progress, t0):
     attrs = {"distconv": {"workflow": wf.name, "steps": [[o, jsonable(p)] for o, p in wf.steps]}}
     if not (resuming and Path(out_path, "zarr.json").exists()):
         storage_job.create_output(out_path, src.shape, src.dtype, job.layout, attrs)
+    done = ownership.written_blocks(out_path) if resuming else set()
+    row_bytes = src.nbytes // max(src.shape[0], 1)
+    skipped = sum((r1 - r0) * row_bytes for i, (r0, r1) in enumerate(job.row_blocks) if str(i) in done)
     tasks, merged = storage_job.graph(job, job.stencil.name)
     step_seconds, (_, (counts, stages)) = _compute([tasks, merged], client, progress)
     storage.finish(out_path)
     ownership.mark_complete(out_path, {"workflow": wf.name})
     seconds = time.perf_counter() - t0
-    nbytes = src.nbytes
+    # a resumed run with a histogram still reads every block (to count it), writes the missing
+    nbytes_in = src.nbytes - (0 if edges is not None else skipped)
     summary = {"workflow": wf.name, "input": wf.input["path"], "output": out_path,
                "shape": list(src.shape), "dtype": str(src.dtype), "steps": [o for o, _ in wf.steps],
-               "bytes_in": nbytes, "bytes_out": nbytes, "seconds": round(seconds, 3),
-               "GBps": round(nbytes / seconds / 1e9, 3), "gpu_memory_peak": _gpu_peak(client),
+               "bytes_in": nbytes_in, "bytes_out": src.nbytes - skipped, "seconds": round(seconds, 3),
+               "GBps": round(nbytes_in / seconds / 1e9, 3), "gpu_memory_peak": _gpu_peak(client),
                "step_seconds": step_seconds, "path": "direct",
                "stage_seconds": {k: round(v, 3) for k, v in stages.items()},
                "first_task_at": step_seconds.pop("first_task_at", None)}
+    if skipped:
+        summary["resumed_bytes"] = skipped
     if edges is not None:
         summary["histogram"] = write_histogram(counts, edges, wf.outputs["histogram"])
     if wf.report:
@@ -215,6 +224,8 @@ def format_summary(s: dict) -> str:
         return f"{s['workflow']}: {s.get('text', '')} -> {s['output']}"
     extra = "".join(f"\n  {k}: {v}" for k, v in (s.get("histogram") or {}).items())
     extra += f"\n  report: {s['report']}" if s.get("report") else ""
+    extra += (f"\n  resumed: {s['resumed_bytes'] / 1e9:.3f} GB were written by the interrupted run"
+              if s.get("resumed_bytes") else "")
     return (f"{s['workflow']}: {' -> '.join(s['steps'])} on {tuple(s['shape'])} {s['dtype']}: "
             f"{s['bytes_in'] / 1e9:.3f} GB in, {s['bytes_out'] / 1e9:.3f} GB out, "
             f"{s['seconds']:.2f} s, {s['GBps']:.3f} GB/s{peak}{start} -> {s['output']}{extra}{steps}")

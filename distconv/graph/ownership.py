@@ -112,3 +112,9 @@ def claim(output: str, overwrite: bool = False, resume: bool = False, key: str =
 
 def mark_complete(output: str, info: dict):
     (Path(output) / COMPLETE).write_text(json.dumps({**info, "finished": time.time()}))
+
+
+def written_blocks(path: str) -> set:
+    """Names of the blocks an interrupted run already wrote (their per-block marks)."""
+    marks = Path(path) / BLOCKS
+    return {m.name for m in marks.iterdir()} if marks.is_dir() else set()

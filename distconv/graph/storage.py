@@ -78,7 +78,7 @@ def store(arr: da.Array, path: str, storage_chunks=None, codec: str = "zstd",
     import zarr
 
     storage = tuple(storage_chunks or (c[0] for c in arr.chunks))
-    aligned = tuple(tuple(_aligned(sizes, s)) for sizes, s in zip(arr.chunks, storage))
+    aligned = write_chunks(arr, storage_chunks)
     if aligned != arr.chunks:
         arr = arr.rechunk(aligned)
     p = Path(path)
@@ -106,6 +106,23 @@ def store(arr: da.Array, path: str, storage_chunks=None, codec: str = "zstd",
     return arr.map_blocks(write, chunks=tuple((1,) * len(c) for c in arr.chunks), dtype=bool,
                           meta=np.empty((0,) * arr.ndim, dtype=bool),
                           name=f"distconv-store-{tokenize(arr, str(p), resume)}")
+
+
+def write_chunks(arr: da.Array, storage_chunks=None) -> tuple:
+    """The blocks store() writes ``arr`` in: its chunks aligned to the storage chunks."""
+    storage = tuple(storage_chunks or (c[0] for c in arr.chunks))
+    return tuple(tuple(_aligned(sizes, s)) for sizes, s in zip(arr.chunks, storage))
+
+
+def written_bytes(arr: da.Array, path: str, storage_chunks=None) -> int:
+    """Bytes of ``arr`` an interrupted store() to ``path`` already wrote (per-block marks)."""
+    chunks = write_chunks(arr, storage_chunks)
+    total = 0
+    for name in ownership.written_blocks(path):
+        idx = tuple(int(i) for i in name.split("-"))
+        if len(idx) == arr.ndim and all(i < len(c) for i, c in zip(idx, chunks)):
+            total += int(np.prod([c[i] for i, c in zip(idx, chunks)])) * arr.dtype.itemsize
+    return total
 
 
 def finish(path: str):
