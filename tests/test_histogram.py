@@ -104,3 +104,17 @@ def test_numpy_parity_weights_dtype_empty_bincount_and_range_precision():
     x, r = np.array([1.0], np.float32), [1 + np.finfo(np.float64).eps, 2.0]
     (h, e), (hr, er) = dc.histogram(x, range=r), np.histogram(x, range=r)
     assert e.dtype == er.dtype and np.array_equal(h, hr)
+
+
+def test_histogram_without_range_says_it_computes_now(rng):
+    import warnings
+
+    import dask.array as da
+
+    x = da.from_array(rng.standard_normal((40, 30)), chunks=(10, 30))
+    with pytest.warns(UserWarning, match="computes the data's min and max now"):
+        dc.histogram(x, bins=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dc.histogram(x, bins=8, range=(-1, 1))  # lazy: nothing to say
+        dc.histogram(x.compute(), bins=8)       # numpy: nothing deferred to lose

@@ -37,6 +37,8 @@ def _finite_range(x):
     if checks.array_kind(x) == "dask":
         import dask
 
+        checks.warn_user("histogram without range computes the data's min and max now (numpy's "
+                         "rule: a full pass over the input); pass range=(lo, hi) to stay lazy")
         lo, hi = dask.compute(lo, hi)
     lo, hi = to_host(lo)[()], to_host(hi)[()]  # numpy scalars of the data's dtype, as numpy uses
     if not (np.isfinite(lo) and np.isfinite(hi)):
