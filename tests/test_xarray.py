@@ -95,3 +95,24 @@ def test_derivative_and_laplace_units_follow_the_coordinates(field):
 def test_histogram_over_some_dims_is_named_after_the_variable(field):
     h = field.chunk({"time": 4}).distconv.histogram(bins=8, dims=["lat", "lon"])
     assert h.name == "temp_histogram" and h.dims == ("time", "bin") and int(h.sum()) == field.size
+
+
+def test_new_filters_by_dim_names(field):
+    d = field.chunk({"time": 3})
+    v = field.values
+    cases = {
+        "median": (d.distconv.median_filter({"lat": 3, "lon": 5}), ndi.median_filter(v, (1, 3, 5))),
+        "minimum": (d.distconv.minimum_filter(3), ndi.minimum_filter(v, 3)),
+        "uniform": (d.distconv.uniform_filter({"lon": 4}, mode="wrap"), ndi.uniform_filter(v, (1, 1, 4), mode="wrap")),
+        "sobel": (d.distconv.sobel("lat"), ndi.sobel(v, axis=1)),
+        "log": (d.distconv.gaussian_laplace({"lat": 1.0, "lon": 1.5}),
+                ndi.gaussian_laplace(v, (1.0, 1.5), axes=(1, 2))),
+        "percentile": (d.distconv.percentile_filter(25, {"time": 3}), ndi.percentile_filter(v, 25, (3, 1, 1))),
+    }
+    for name, (out, ref) in cases.items():
+        assert out.dims == field.dims and out.attrs == field.attrs and out.name == "temp", name
+        assert_matches(out.data, ref)
+    ds = xr.Dataset({"temp": field, "mask": field.isel(time=0) > 0})
+    out = ds.distconv.maximum_filter({"time": 2})
+    assert_matches(out.temp.data, ndi.maximum_filter(v, (2, 1, 1)))
+    assert out.mask.equals(ds.mask)  # no time dim: passed through
