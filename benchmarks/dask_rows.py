@@ -90,6 +90,7 @@ def run(gpus: int, rows_per_gpu: int, width: int, out: Path, e2e: bool, e2e_only
     from distributed import Client
 
     import distconv as dc
+    from distconv.ops.stencils import central_coefficients
     from distconv import backends
 
     if e2e_only:
@@ -115,7 +116,7 @@ def run(gpus: int, rows_per_gpu: int, width: int, out: Path, e2e: bool, e2e_only
         placement[next(iter(workers))] += 1
     nbytes = x.nbytes
     rows = []
-    c8 = dc.stencil.central_coefficients(1, 8)
+    c8 = central_coefficients(1, 8)
     cases = {
         "dask_conv2d_5x5": (lambda i: dc.correlate(x, W5 * (1 + 1e-7 * i)),
                             lambda i: x.map_blocks(backends.correlate, weights=W5 * (1 + 1e-7 * i), mode="reflect",
