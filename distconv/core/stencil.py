@@ -46,14 +46,6 @@ class Stencil:
         return tuple(mode_of(self.mode, a) == "wrap" for a in range(self.ndim))
 
 
-def identity_stencil(ndim: int, mode: str, name: str) -> Stencil:
-    return Stencil(_copy_centre, ((0, 0),) * ndim, mode, name)
-
-
-def _copy_centre(tile):
-    return Tile.of(tile).centre.copy()
-
-
 def chain(stencils: list[Stencil], name: str | None = None) -> Stencil:
     """One stencil doing ``stencils`` in order: it reads the summed halo once; each step writes
     the centre grown by the halo the later steps still need. Each step applies its own mode at

@@ -144,10 +144,7 @@ def linear(x, weights, cval, output, run, conjugate: bool = False):
             if wi is not None:
                 re = re - run(xi, wi, c.imag, part)
             im.append(run(xi, wr, c.imag, part))
-        out = re.astype(cdt)
-        for t in im:
-            out = out + 1j * t.astype(cdt)
-        return out.astype(cdt)
+        return (re + 1j * sum(im) if im else re).astype(cdt)
 
     return deliver(on_data(x, parts), output)
 

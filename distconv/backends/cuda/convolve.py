@@ -8,7 +8,7 @@ from ...core.modes import MODES, mode_of
 from ...core.tile import Tile
 from . import device_constant, guard_memory, loader
 from .masks import slots_for
-from .tile import axis_groups, dc_tile, group_sizes
+from .tile import as_dtype, axis_groups, dc_tile, group_sizes
 from .types import ctype, scalar
 
 MAX_TILED = 32  # the register-tiled kernel unrolls mask rows/columns up to this size
@@ -21,12 +21,6 @@ def compute_dtype(dtype, out=None) -> np.dtype:
     return np.dtype(np.float32) if both == {np.dtype(np.float32)} else np.dtype(np.float64)
 
 
-def _as_compute(tile: Tile, T) -> Tile:
-    if tile.centre.dtype == T:
-        return tile
-    return Tile(tile.centre.astype(T), tile.halo, {d: p.astype(T) for d, p in tile.pieces.items()})
-
-
 @guard_memory
 def correlate(block, weights: np.ndarray, mode: str, cval: float, origin: tuple, dtype=None):
     """scipy.ndimage.correlate of the centre of ``block`` (a cupy array or a Tile of them);
@@ -36,7 +30,7 @@ def correlate(block, weights: np.ndarray, mode: str, cval: float, origin: tuple,
     tile = Tile.of(block)
     dtype = np.dtype(tile.centre.dtype if dtype is None else dtype)
     T = compute_dtype(tile.centre.dtype, dtype)
-    tile = _as_compute(tile, T)
+    tile = as_dtype(tile, T)
     mask_axes = {a for a in range(tile.ndim) if weights.shape[a] > 1}
     gs = axis_groups(tile, mask_axes)
     k3 = tuple(weights.shape[g[0]] if len(g) == 1 else 1 for g in gs)
@@ -73,7 +67,7 @@ def correlate_passes(block, passes: list, mode, cval: float, dtype=None):
     T = compute_dtype(tile.centre.dtype, dtype)
     if not passes:
         return tile.centre.astype(dtype)
-    cur = _as_compute(tile, T)
+    cur = as_dtype(tile, T)
     fused = _separable2d(cur, passes, mode, cval) if dtype == T else None
     if fused is not None:
         return fused

@@ -9,7 +9,7 @@ import numpy as np
 from ...core.modes import MODES, mode_of
 from ...core.tile import Tile
 from . import guard_memory, loader
-from .tile import axis_groups, dc_tile, group_sizes
+from .tile import as_dtype, axis_groups, dc_tile, group_sizes
 from .types import ctype, scalar
 
 DC_FOOTPRINT = np.dtype([("bits", "<u8", (loader.define("DC_RANK_WORDS"),))])
@@ -37,12 +37,6 @@ def _cval(cval: float, T: np.dtype, cast_to=None):
     if cast_to is not None:
         v = int(np.array(v, dtype=np.int64).astype(cast_to))
     return scalar(min(max(v, info.min), info.max), T)
-
-
-def _widen(tile: Tile, T) -> Tile:
-    if tile.centre.dtype == T:
-        return tile
-    return Tile(tile.centre.astype(T), tile.halo, {d: p.astype(T) for d, p in tile.pieces.items()})
 
 
 def _fits(k3, R: int, T) -> bool:
@@ -96,7 +90,7 @@ def rank(block, footprint: np.ndarray, rank: int, mode: str, cval: float, origin
     R, top = _keep(rank, int(footprint.sum()))
     if not _fits(k3, R, T):
         return _cupyx_rank(tile, footprint, rank, mode, cval, origin)
-    tile = _widen(tile, T)
+    tile = as_dtype(tile, T)
     offs = tuple(tile.halo[g[0]][0] - (footprint.shape[g[0]] // 2 + origin[g[0]]) if len(g) == 1 else 0
                  for g in gs)
     out = cupy.empty(tile.centre.shape, dtype=T)
@@ -127,29 +121,29 @@ def extremum_passes(block, passes: list, minimum: bool, mode, cval: float):
     if not passes:
         return tile.centre.copy()
     T = select_dtype(dtype)
-    cur = _widen(tile, T)
+    cur = as_dtype(tile, T)
     lo_ext = [lo for lo, _ in tile.halo]
     for axis, size, origin in passes:
         shape = list(cur.extended_shape)
         shape[axis] = tile.centre.shape[axis]
         gs = axis_groups(cur, {axis})
         k3 = tuple(size if g == [axis] else 1 for g in gs)
-        if not _fits(k3, 1, T):
-            k3 = None
         offs = tuple(lo_ext[axis] - (size // 2 + origin) if g == [axis] else 0 for g in gs)
         out = cupy.empty(tuple(shape), dtype=T)
-        if out.size and k3 is not None:
+        if not out.size:
+            pass
+        elif _fits(k3, 1, T):
             src, _keep_alive = dc_tile(cur, gs)
             _launch(src, out, group_sizes(out.shape, gs), offs, k3, _bits(np.ones(k3, bool)), 1,
                     not minimum, MODES[mode_of(mode, axis)], _cval(cval, T))
-        elif out.size:
-            out = _cupyx_pass(cur, axis, size, origin, minimum, mode_of(mode, axis), cval, lo_ext)
+        else:
+            out = _cupyx_pass(cur, axis, size, origin, minimum, mode_of(mode, axis), cval)
         lo_ext[axis] = 0
         cur = Tile.of(out)
     return cur.centre.astype(dtype, copy=False)
 
 
-def _cupyx_pass(cur: Tile, axis, size, origin, minimum, mode, cval, lo_ext):
+def _cupyx_pass(cur: Tile, axis, size, origin, minimum, mode, cval):
     """A 1-D window beyond the kernel's limits: cupyx's filter on the assembled tile."""
     import cupyx.scipy.ndimage as cndi
 

@@ -30,6 +30,13 @@ def axis_groups(tile: Tile, mask_axes: set) -> list[list[int]]:
     return [[]] * (3 - len(gs)) + gs
 
 
+def as_dtype(tile: Tile, dtype) -> Tile:
+    """The tile with its centre and halo pieces in ``dtype`` (the same tile when they are)."""
+    if tile.centre.dtype == dtype:
+        return tile
+    return Tile(tile.centre.astype(dtype), tile.halo, {d: p.astype(dtype) for d, p in tile.pieces.items()})
+
+
 def dc_tile(tile: Tile, gs: list[list[int]]):
     """The DcTile kernel argument (a numpy structured scalar, passed by value) and the arrays it
     points into (keep them alive until the launch is queued). Pieces may be strided views;
