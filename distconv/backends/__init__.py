@@ -26,6 +26,11 @@ FAMILIES = {
 }
 
 
+# per-block functions that take ``out=`` (an array of the result's shape and dtype to fill and
+# return): the dask layer hands them slices of one GPU-sized block (graph/groups.py)
+TAKES_OUT = {"correlate", "correlate_passes", "scan"}
+
+
 def backend_of(block) -> str:
     """'cuda' for a cupy block (or a Tile whose centre is one), else 'numpy'."""
     return "cuda" if is_cupy(getattr(block, "centre", block)) else "numpy"
@@ -44,6 +49,10 @@ class Dispatch:
 
     family: str
     name: str
+
+    @property
+    def accepts_out(self) -> bool:
+        return self.name in TAKES_OUT
 
     def __call__(self, block, *args, **kwargs):
         return implementation(self.family, self.name, backend_of(block))(block, *args, **kwargs)

@@ -31,6 +31,14 @@ def to_host(a) -> np.ndarray:
     return a.get() if is_cupy(a) else np.asarray(a)
 
 
+def into(out, result):
+    """``result`` written into ``out`` and ``out`` returned; ``result`` itself without one."""
+    if out is None or result is out:
+        return result
+    out[...] = result
+    return out
+
+
 def on_data(x, fn):
     """``fn`` applied to a DataArray's data (shape-preserving; dims, coords, attrs kept), or to
     the array itself."""

@@ -9,6 +9,7 @@ checked exactly as a real call checks it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -46,6 +47,14 @@ class Stencil:
         return tuple(mode_of(self.mode, a) == "wrap" for a in range(self.ndim))
 
 
+def accepts_out(func) -> bool:
+    """Does ``func(tile, out=array)`` write its result into ``out`` (and return it)? Per-block
+    functions say so with an ``accepts_out`` attribute; partials of them inherit it."""
+    while isinstance(func, partial):
+        func = func.func
+    return bool(getattr(func, "accepts_out", False))
+
+
 def chain(stencils: list[Stencil], name: str | None = None) -> Stencil:
     """One stencil doing ``stencils`` in order: it reads the summed halo once; each step writes
     the centre grown by the halo the later steps still need. Each step applies its own mode at
@@ -72,14 +81,19 @@ def chain(stencils: list[Stencil], name: str | None = None) -> Stencil:
 class _Chain:
     steps: tuple
 
-    def __call__(self, tile):
+    @property
+    def accepts_out(self) -> bool:
+        return accepts_out(self.steps[-1].func)
+
+    def __call__(self, tile, out=None):
         tile = Tile.of(tile)
         ext = tile.assemble()
         have = [list(h) for h in tile.halo]          # halo still around the current array
         for i, st in enumerate(self.steps):
             use = tuple((min(st.depth[a][0], have[a][0]), min(st.depth[a][1], have[a][1]))
                         for a in range(tile.ndim))
-            ext = st.func(Tile.extended(ext, use))
+            last = out is not None and i == len(self.steps) - 1  # only the result goes to out
+            ext = st.func(Tile.extended(ext, use), out=out) if last else st.func(Tile.extended(ext, use))
             for a in range(tile.ndim):
                 have[a][0] -= use[a][0]
                 have[a][1] -= use[a][1]

@@ -1,5 +1,6 @@
-"""Halo exchange without dask.array.map_overlap: one task per chunk, plus a small cut task
-for each chunk whose neighbour lives on another worker.
+"""Halo exchange without dask.array.map_overlap: one task per chunk (per run of chunks on
+cupy data, graph.groups), plus a small cut task for each chunk whose neighbour lives on
+another worker.
 
 The ``<name>`` task runs the chunk function on a Tile: the centre block plus its halo pieces.
 A neighbour held by the same worker (or any neighbour, under a local scheduler) is passed as
@@ -21,6 +22,7 @@ from dask.highlevelgraph import HighLevelGraph
 
 from ..core.checks import warn_user
 from ..core.tile import Tile
+from .groups import block_locations, empty_like_run, row_runs, run_chunks, run_into
 
 
 def merge_thin(sizes: tuple, lo: int, hi: int) -> tuple:
@@ -86,29 +88,6 @@ def _run(func, halo, routes, centre, *sources, **params):
     return func(Tile(centre, halo, pieces), **params)
 
 
-def block_locations(x: da.Array):
-    """{} when blocks live in this process (no distributed client: every neighbour is a view),
-    {block index: worker} when a distributed client holds every block in memory, None when
-    placement is not known yet (every exchange then goes through cut tasks)."""
-    try:
-        from distributed import default_client
-
-        client = default_client()
-    except (ImportError, ValueError):
-        return {}
-    try:
-        who = dict(client.who_has(x))
-    except Exception:  # noqa: BLE001 - an unreachable scheduler means "unknown", not an error
-        return None
-    located = {}
-    for i in itertools.product(*(range(k) for k in x.numblocks)):
-        workers = who.get((x.name,) + i)
-        if not workers:
-            return None
-        located[i] = sorted(workers)[0]
-    return located
-
-
 def map_halo(x: da.Array, func, depth: tuple, periodic: tuple, name: str, dtype,
              allow_rechunk: bool = True, per_chunk: tuple | None = None, **params) -> da.Array:
     """Lazily apply ``func(tile, **params) -> centre-shaped block`` to every chunk of ``x``.
@@ -151,7 +130,6 @@ def map_halo(x: da.Array, func, depth: tuple, periodic: tuple, name: str, dtype,
     def local(a, b):
         return located is not None and (not located or located[a] == located[b])
 
-    dsk = {}
     sends: dict = {}
     plans = {}
     for index in itertools.product(*(range(k) for k in nb)):
@@ -168,15 +146,34 @@ def map_halo(x: da.Array, func, depth: tuple, periodic: tuple, name: str, dtype,
                 sources.append(key)
             routes.append((d, sources.index(key), sl))
         plans[index] = (halo, tuple(routes), sources)
-    for src, specs in sends.items():
-        unique = tuple(dict(specs).items())
-        dsk[(halo_name,) + src] = (_cut, (x.name,) + src, unique)
-    for j, (index, (halo, routes, sources)) in enumerate(plans.items()):
-        fn = partial(_run, func, halo, routes, **params)
-        if per_chunk is None:
-            dsk[(out_name,) + index] = (fn, (x.name,) + index, *sources)
-        else:
-            dsk[(out_name, j) + (0,) * len(per_chunk)] = (_stacked, fn, (x.name,) + index, *sources)
+    dsk = {(halo_name,) + src: (_cut, (x.name,) + src, tuple(dict(specs).items()))
+           for src, specs in sends.items()}
+    runs = row_runs(x, located) or [range(i, i + 1) for i in range(nb[0])]
+    rest = list(itertools.product(*(range(k) for k in nb[1:])))
+    chunks = run_chunks(x, runs)
+    for g, run in enumerate(runs):
+        for ri, r in enumerate(rest):
+            members = [(i,) + r for i in run]
+            if per_chunk is not None:
+                key = (out_name, g * len(rest) + ri) + (0,) * len(per_chunk)
+            else:
+                key = (out_name, g) + r
+            if len(members) == 1:
+                halo, routes, sources = plans[members[0]]
+                fn = partial(_run, func, halo, routes, **params)
+                dsk[key] = ((_stacked, fn) if per_chunk is not None else (fn,)) + ((x.name,) + members[0], *sources)
+                continue
+            keys, specs, row = [], [], 0
+            for m in members:
+                halo, routes, sources = plans[m]
+                pos = [_slot(keys, k) for k in [(x.name,) + m, *sources]]
+                rows = x.chunks[0][m[0]]
+                specs.append((pos[0], halo, tuple((d, pos[1 + i], sl) for d, i, sl in routes),
+                              slice(row, row + rows)))
+                row += rows
+            shape = None if per_chunk is not None else (row,) + tuple(c[k] for c, k in zip(x.chunks[1:], r))
+            fn = partial(_run_members, partial(func, **params) if params else func, tuple(specs), shape, dtype)
+            dsk[key] = ((_stacked, fn) if per_chunk is not None else (fn,)) + tuple(keys)
 
     hlg = x.__dask_graph__()
     layers, deps = dict(hlg.layers), dict(hlg.dependencies)
@@ -190,10 +187,34 @@ def map_halo(x: da.Array, func, depth: tuple, periodic: tuple, name: str, dtype,
     graph = HighLevelGraph(layers, deps)
     meta = x._meta.astype(dtype) if hasattr(x._meta, "astype") else None
     if per_chunk is not None:
-        chunks = ((1,) * len(plans),) + tuple((n,) for n in per_chunk)
+        counts = ((1,) * (len(runs) * len(rest)),) + tuple((n,) for n in per_chunk)
         meta = None if meta is None else meta.reshape((0,) * (1 + len(per_chunk)))
-        return da.Array(graph, out_name, chunks, dtype=dtype, meta=meta)
-    return da.Array(graph, out_name, x.chunks, dtype=dtype, meta=meta)
+        return da.Array(graph, out_name, counts, dtype=dtype, meta=meta)
+    return da.Array(graph, out_name, chunks, dtype=dtype, meta=meta)
+
+
+def _slot(keys: list, key) -> int:
+    if key not in keys:
+        keys.append(key)
+    return keys.index(key)
+
+
+def _run_members(func, specs, shape, dtype, *blocks):
+    """One task for a run of chunks along axis 0 (graph.groups): each member's tile from the
+    blocks handed in (neighbours in the run are views, as any local neighbour); results go
+    into row slices of one block of ``shape``, or (``shape`` None: per-chunk counts) add up."""
+    total = None
+    for centre, halo, routes, rows in specs:
+        pieces = {d: blocks[i][sl] if sl is not None else blocks[i][d] for d, i, sl in routes}
+        tile = Tile(blocks[centre], halo, pieces)
+        if shape is None:
+            part = func(tile)
+            total = part if total is None else total + part
+            continue
+        if total is None:
+            total = empty_like_run(blocks[centre], shape, dtype)
+        run_into(func, tile, total[rows])
+    return total
 
 
 def _stacked(fn, *blocks):

@@ -10,16 +10,22 @@ import dask.array as da
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
+from .groups import block_locations, row_runs
+
 
 def per_chunk(func, arrays: list, nbins_shape: tuple, dtype, name: str = "distconv-hist") -> da.Array:
     """Stack ``func(*blocks)`` (each of shape ``nbins_shape``) of every chunk into a
-    (chunks, *nbins_shape) dask array; the arrays share one chunking."""
+    (chunks, *nbins_shape) dask array; the arrays share one chunking. On cupy chunks one task
+    counts a run of chunks along axis 0 (graph.groups) and adds its members' counts."""
     x = arrays[0]
     token = tokenize(func, *arrays)
     out_name = f"{name}-{token}"
+    runs = row_runs(x, block_locations(x)) or [range(i, i + 1) for i in range(x.numblocks[0])]
     dsk = {}
-    for j, index in enumerate(itertools.product(*(range(k) for k in x.numblocks))):
-        dsk[(out_name, j) + (0,) * len(nbins_shape)] = (_expand, func, *[(a.name,) + index[:a.ndim] for a in arrays])
+    grid = (len(runs),) + x.numblocks[1:]
+    for j, index in enumerate(itertools.product(*(range(k) for k in grid))):
+        members = [[(a.name, i) + index[1:a.ndim] for a in arrays] for i in runs[index[0]]]
+        dsk[(out_name, j) + (0,) * len(nbins_shape)] = (_expand, func, len(arrays), *itertools.chain(*members))
     layers, deps = {}, {}
     for a in arrays:
         hlg = a.__dask_graph__()
@@ -27,13 +33,18 @@ def per_chunk(func, arrays: list, nbins_shape: tuple, dtype, name: str = "distco
         deps.update(hlg.dependencies)
     layers[out_name] = dsk
     deps[out_name] = set().union(*(a.__dask_layers__() for a in arrays))
-    chunks = ((1,) * x.npartitions,) + tuple((s,) for s in nbins_shape)
+    chunks = ((1,) * len(dsk),) + tuple((s,) for s in nbins_shape)
     meta = x._meta.astype(dtype).reshape((0,) * (1 + len(nbins_shape)))
     return da.Array(HighLevelGraph(layers, deps), out_name, chunks, dtype=dtype, meta=meta)
 
 
-def _expand(func, *blocks):
-    return func(*blocks)[None]
+def _expand(func, n: int, *blocks):
+    """The counts of one chunk, or the sum over a run's members (``n`` arrays per member)."""
+    total = None
+    for k in range(0, len(blocks), n):
+        part = func(*blocks[k:k + n])
+        total = part if total is None else total + part
+    return total[None]
 
 
 FAN_IN = 8

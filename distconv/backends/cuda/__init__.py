@@ -53,6 +53,16 @@ def sm_count() -> int:
     return _sm_count(cupy.cuda.runtime.getDevice())
 
 
+def target(out, shape, dtype):
+    """Where a kernel writes its result: ``out`` when it fits as it is (shape, dtype, C order),
+    else a new array."""
+    import cupy
+
+    if out is not None and out.shape == tuple(shape) and out.dtype == dtype and out.flags.c_contiguous:
+        return out
+    return cupy.empty(tuple(shape), dtype=dtype)
+
+
 def guard_memory(fn):
     """Turn cupy's out-of-memory error on a chunk into a MemoryError that says what to do."""
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core.arrays import into
 from ...core.modes import MODES, mode_of
 from ...core.tile import Tile
-from . import device_constant, guard_memory, loader
+from . import device_constant, guard_memory, loader, target
 from .masks import slots_for
 from .tile import as_dtype, axis_groups, dc_tile, group_sizes
 from .types import ctype, scalar
@@ -22,10 +23,9 @@ def compute_dtype(dtype, out=None) -> np.dtype:
 
 
 @guard_memory
-def correlate(block, weights: np.ndarray, mode: str, cval: float, origin: tuple, dtype=None):
+def correlate(block, weights: np.ndarray, mode: str, cval: float, origin: tuple, dtype=None, out=None):
     """scipy.ndimage.correlate of the centre of ``block`` (a cupy array or a Tile of them);
-    ``dtype``: of the result (default the block's)."""
-    import cupy
+    ``dtype``: of the result (default the block's); ``out``: an array to fill and return."""
 
     tile = Tile.of(block)
     dtype = np.dtype(tile.centre.dtype if dtype is None else dtype)
@@ -35,12 +35,12 @@ def correlate(block, weights: np.ndarray, mode: str, cval: float, origin: tuple,
     gs = axis_groups(tile, mask_axes)
     k3 = tuple(weights.shape[g[0]] if len(g) == 1 else 1 for g in gs)
     offs = tuple(_offset(tile, g, weights.shape, origin) for g in gs)
-    out = cupy.empty(tile.centre.shape, dtype=T)
-    if out.size:
+    res = target(out, tile.centre.shape, T)
+    if res.size:
         src, _keep = dc_tile(tile, gs)
-        launch(src, out, group_sizes(out.shape, gs), offs, np.asarray(weights, dtype=T).reshape(k3),
+        launch(src, res, group_sizes(res.shape, gs), offs, np.asarray(weights, dtype=T).reshape(k3),
                MODES[mode], cval)
-    return _to_dtype(out, dtype)
+    return into(out, _to_dtype(res, dtype))
 
 
 def _to_dtype(out, dtype):
@@ -54,23 +54,23 @@ def _to_dtype(out, dtype):
 
 
 @guard_memory
-def correlate_passes(block, passes: list, mode, cval: float, dtype=None):
+def correlate_passes(block, passes: list, mode, cval: float, dtype=None, out=None):
     """Separable passes over ``block`` (a cupy array or a Tile of them); ``mode``: one, or one
     per axis; ``dtype``: of the result and of every intermediate (default the block's). Each
     pass reads the previous result, still extended along the axes to come, and writes it with
     its own axis trimmed to the centre; the first pass reads the halo tile itself, so nothing
-    is ever assembled."""
+    is ever assembled. ``out``: an array to fill and return."""
     import cupy
 
     tile = Tile.of(block)
     dtype = np.dtype(tile.centre.dtype if dtype is None else dtype)
     T = compute_dtype(tile.centre.dtype, dtype)
     if not passes:
-        return tile.centre.astype(dtype)
+        return into(out, tile.centre.astype(dtype))
     cur = as_dtype(tile, T)
-    fused = _separable2d(cur, passes, mode, cval) if dtype == T else None
+    fused = _separable2d(cur, passes, mode, cval, out) if dtype == T else None
     if fused is not None:
-        return fused
+        return into(out, fused)
     lo_ext = [lo for lo, _ in tile.halo]  # extension still carried at the low end of each axis
     for i, (axis, w, origin) in enumerate(passes):
         shape = list(cur.extended_shape)
@@ -78,24 +78,25 @@ def correlate_passes(block, passes: list, mode, cval: float, dtype=None):
         gs = axis_groups(cur, {axis})
         k3 = tuple(len(w) if g == [axis] else 1 for g in gs)
         offs = tuple(lo_ext[axis] - (len(w) // 2 + origin) if g == [axis] else 0 for g in gs)
-        out = cupy.empty(tuple(shape), dtype=T)
-        if out.size:
+        last = i == len(passes) - 1  # only the last pass may write into out (its shape is the centre's)
+        res = target(out, shape, T) if last else cupy.empty(tuple(shape), dtype=T)
+        if res.size:
             src, _keep = dc_tile(cur, gs)
-            launch(src, out, group_sizes(out.shape, gs), offs, np.asarray(w, dtype=T).reshape(k3),
+            launch(src, res, group_sizes(res.shape, gs), offs, np.asarray(w, dtype=T).reshape(k3),
                    MODES[mode_of(mode, axis)], cval)
-        if T != dtype and i < len(passes) - 1:  # scipy keeps intermediates in the input dtype
-            out = _to_dtype(out, dtype).astype(T)
+        if T != dtype and not last:  # scipy keeps intermediates in the input dtype
+            res = _to_dtype(res, dtype).astype(T)
         lo_ext[axis] = 0
-        cur = Tile.of(out)
-    return _to_dtype(cur.centre, dtype)
+        cur = Tile.of(res)
+    return into(out, _to_dtype(cur.centre, dtype))
 
 
 MAX_SEPARABLE = 33
 
 
-def _separable2d(tile: Tile, passes: list, mode: str, cval: float):
-    """Two 1-D passes over the two innermost axis groups as one fused pass, or None."""
-    import cupy
+def _separable2d(tile: Tile, passes: list, mode: str, cval: float, out=None):
+    """Two 1-D passes over the two innermost axis groups as one fused pass (into ``out``
+    where it fits), or None."""
 
     if len(passes) != 2:
         return None
@@ -109,7 +110,7 @@ def _separable2d(tile: Tile, passes: list, mode: str, cval: float):
     if mode == "constant" and not (np.isclose(np.sum(w0), 1, atol=1e-12) and np.isclose(np.sum(w1), 1, atol=1e-12)):
         return None  # with cval the edges depend on the order of the passes
     T = tile.centre.dtype
-    out = cupy.empty(tile.centre.shape, dtype=T)
+    out = target(out, tile.centre.shape, T)
     if not out.size:
         return out
     oD, oH, oW = group_sizes(out.shape, gs)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.ops import FUNCTORS, kernel_dtype
-from . import guard_memory, loader
+from ...core.arrays import into
+from . import guard_memory, loader, target
 from .types import ctype
 
 ROWS_ITEMS = {4: 16, 8: 8}   # elements per thread in a row tile, by sizeof(T)
@@ -21,16 +22,19 @@ def _shape3(shape, axis):
 
 
 @guard_memory
-def scan(block, op: str, axis: int, exclusive: bool, dtype, carry=None, variant: str = "lookback"):
+def scan(block, op: str, axis: int, exclusive: bool, dtype, carry=None, out=None, variant: str = "lookback"):
+    """Inclusive (or exclusive) scan along ``axis`` seeded by ``carry``; ``out``: an array to
+    fill and return."""
     import cupy
 
     dtype = np.dtype(dtype)
     T = kernel_dtype(dtype)
     a = cupy.ascontiguousarray(block)
     outer, n, inner = _shape3(a.shape, axis)
-    out = cupy.empty(a.shape, dtype=T)
+    dest = out
+    out = target(dest, a.shape, T)
     if a.size == 0:
-        return out.astype(dtype, copy=False)
+        return into(dest, out.astype(dtype, copy=False))
     c = None if carry is None else cupy.ascontiguousarray(cupy.asarray(carry), dtype=T)
     counter = cupy.zeros(1, dtype=np.uint64)
     tin, t, fn = ctype(a.dtype), ctype(T), FUNCTORS[op]
@@ -57,7 +61,7 @@ def scan(block, op: str, axis: int, exclusive: bool, dtype, carry=None, variant:
         loader.function("scan", name)((tiles,), (BLOCK,), (a, out, np.int64(outer), np.int64(n), np.int64(inner),
                                                          c if c is not None else np.uint64(0),
                                                          flags, agg, inc, counter))
-    return out if T == dtype else out.astype(dtype)
+    return into(dest, out if T == dtype else out.astype(dtype))
 
 
 INSTANTIATIONS = [

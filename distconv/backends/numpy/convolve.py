@@ -11,20 +11,21 @@ from __future__ import annotations
 import numpy as np
 import scipy.ndimage as ndi
 
+from ...core.arrays import into
 from ...core.modes import mode_of
 from ...core.tile import Tile
 
 
-def correlate(block, weights: np.ndarray, mode: str, cval: float, origin: tuple, dtype=None):
+def correlate(block, weights: np.ndarray, mode: str, cval: float, origin: tuple, dtype=None, out=None):
     """scipy.ndimage.correlate of the tile's centre; ``weights`` has the block's ndim;
-    ``dtype``: of the result (default the block's)."""
+    ``dtype``: of the result (default the block's); ``out``: an array to fill and return."""
     tile = Tile.of(block)
     ext = tile.assemble()
-    out = ndi.correlate(ext, weights, output=dtype, mode=mode, cval=cval, origin=list(origin))
-    return out[tile.interior()]
+    res = ndi.correlate(ext, weights, output=dtype, mode=mode, cval=cval, origin=list(origin))
+    return into(out, res[tile.interior()])
 
 
-def correlate_passes(block, passes: list, mode, cval: float, dtype=None):
+def correlate_passes(block, passes: list, mode, cval: float, dtype=None, out=None):
     """Apply ``passes`` = [(axis, weights1d, origin), ...] in order, as scipy chains 1-D filters
     (each intermediate in the result's dtype, as scipy.ndimage.gaussian_filter does).
     ``mode``: one mode, or one per axis."""
@@ -33,6 +34,6 @@ def correlate_passes(block, passes: list, mode, cval: float, dtype=None):
     for axis, w, origin in passes:
         ext = ndi.correlate1d(ext, w, axis=axis, output=dtype, mode=mode_of(mode, axis), cval=cval,
                               origin=origin)
-    out = ext[tile.interior()]
-    return out if dtype is None else out.astype(dtype, copy=False)
+    res = ext[tile.interior()]
+    return into(out, res if dtype is None else res.astype(dtype, copy=False))
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core.arrays import into
 from ...core.ops import UFUNCS, identity
 
 
-def scan(block, op: str, axis: int, exclusive: bool, dtype, carry=None):
+def scan(block, op: str, axis: int, exclusive: bool, dtype, carry=None, out=None):
     """Inclusive (or exclusive) scan along ``axis``; ``carry`` has the block's shape with
     ``axis`` of length 1 and is combined in front of every element."""
     uf = UFUNCS[op]
@@ -19,7 +20,7 @@ def scan(block, op: str, axis: int, exclusive: bool, dtype, carry=None):
         res = np.concatenate([first, np.take(res, np.arange(res.shape[axis] - 1), axis=axis)], axis=axis)
     if carry is not None:
         res = uf(carry.astype(dtype, copy=False), res, dtype=dtype)
-    return res
+    return into(out, res)
 
 
 def _one(shape, axis):
