@@ -18,11 +18,14 @@ from functools import partial
 
 import dask.array as da
 from dask.base import tokenize
-from dask.highlevelgraph import HighLevelGraph
+from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from ..core.checks import warn_user
 from ..core.tile import Tile
 from .groups import block_locations, empty_like_run, row_runs, run_chunks, run_into
+
+
+CUT_PRIORITY = 10  # dask's user priority of the cut tasks (higher runs earlier; default 0)
 
 
 def merge_thin(sizes: tuple, lo: int, hi: int) -> tuple:
@@ -180,7 +183,9 @@ def map_halo(x: da.Array, func, depth: tuple, periodic: tuple, name: str, dtype,
     below = set(x.__dask_layers__())
     halo_tasks = {k: v for k, v in dsk.items() if k[0] == halo_name}
     if halo_tasks:
-        layers[halo_name], deps[halo_name] = halo_tasks, below
+        # cut first: a worker's queue of big tasks must not delay the halo another worker waits for
+        layers[halo_name] = MaterializedLayer(halo_tasks, annotations={"priority": CUT_PRIORITY})
+        deps[halo_name] = below
         below = below | {halo_name}
     layers[out_name] = {k: v for k, v in dsk.items() if k[0] == out_name}
     deps[out_name] = below
