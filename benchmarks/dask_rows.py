@@ -161,9 +161,9 @@ def run(gpus: int, rows_per_gpu: int, width: int, out: Path, e2e: bool, e2e_only
         with dask.config.set({"distconv.block-bytes": limit} if limit is not None else {}):
             for case, (op, blocks, anchor_name, anchor, passes) in cases.items():
                 try:
-                    first = limit is not None
-                    r = _case(client, case, op, blocks if first else None, anchor_name if first else None,
-                              anchor if first else None, passes, nbytes, gpus)
+                    user_pass = limit is not None  # map_blocks and the anchor run once, here
+                    r = _case(client, case, op, blocks if user_pass else None, anchor_name if user_pass else None,
+                              anchor if user_pass else None, passes, nbytes, gpus)
                     r["blocks"] = blocks_name
                     r["out_chunks_rows"] = _out_rows(op(0))
                     r["checked"] = bool(checks[case](op(0)))

@@ -31,10 +31,9 @@ def scan(block, op: str, axis: int, exclusive: bool, dtype, carry=None, out=None
     T = kernel_dtype(dtype)
     a = cupy.ascontiguousarray(block)
     outer, n, inner = _shape3(a.shape, axis)
-    dest = out
-    out = target(dest, a.shape, T)
+    res = target(out, a.shape, T)
     if a.size == 0:
-        return into(dest, out.astype(dtype, copy=False))
+        return into(out, res.astype(dtype, copy=False))
     c = None if carry is None else cupy.ascontiguousarray(cupy.asarray(carry), dtype=T)
     counter = cupy.zeros(1, dtype=np.uint64)
     tin, t, fn = ctype(a.dtype), ctype(T), FUNCTORS[op]
@@ -42,14 +41,14 @@ def scan(block, op: str, axis: int, exclusive: bool, dtype, carry=None, out=None
         if inner != 1 or n > 512 or carry is not None:
             raise ValueError("block-level scan variants take rows of at most 512 elements, no carry")
         name = loader.template("distconv_scan_block", tin, t, fn, BLOCK, 0 if variant == "kogge-stone" else 1, exclusive)
-        loader.function("scan", name)((min(outer, 65535),), (BLOCK,), (a, out, np.int64(outer), np.int32(n)))
+        loader.function("scan", name)((min(outer, 65535),), (BLOCK,), (a, res, np.int64(outer), np.int32(n)))
     elif inner == 1:
         items = ROWS_ITEMS[T.itemsize]
         tiles = outer * -(-n // (BLOCK * items))
         flags = cupy.zeros(tiles, dtype=np.int32)
         agg, inc = cupy.empty(tiles, dtype=T), cupy.empty(tiles, dtype=T)
         name = loader.template("distconv_scan_rows", tin, t, fn, items, exclusive)
-        loader.function("scan", name)((tiles,), (BLOCK,), (a, out, np.int64(outer), np.int64(n),
+        loader.function("scan", name)((tiles,), (BLOCK,), (a, res, np.int64(outer), np.int64(n),
                                                          c if c is not None else np.uint64(0),
                                                          flags, agg, inc, counter))
     else:
@@ -58,10 +57,10 @@ def scan(block, op: str, axis: int, exclusive: bool, dtype, carry=None, out=None
         flags = cupy.zeros(tiles, dtype=np.int32)
         agg, inc = cupy.empty(tiles * BLOCK, dtype=T), cupy.empty(tiles * BLOCK, dtype=T)
         name = loader.template("distconv_scan_cols", tin, t, fn, rows, exclusive)
-        loader.function("scan", name)((tiles,), (BLOCK,), (a, out, np.int64(outer), np.int64(n), np.int64(inner),
+        loader.function("scan", name)((tiles,), (BLOCK,), (a, res, np.int64(outer), np.int64(n), np.int64(inner),
                                                          c if c is not None else np.uint64(0),
                                                          flags, agg, inc, counter))
-    return into(dest, out if T == dtype else out.astype(dtype))
+    return into(out, res if T == dtype else res.astype(dtype))
 
 
 INSTANTIATIONS = [
