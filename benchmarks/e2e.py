@@ -110,6 +110,16 @@ def check(out: Path, src: Path, fn, bands) -> bool:
     return True
 
 
+def fs_type(path: Path) -> str:
+    """The file system holding ``path`` (tmpfs separates the pipeline from the node's disk)."""
+    best, kind = "", "?"
+    for line in Path("/proc/mounts").read_text().splitlines():
+        _, mount, fs = line.split()[:3]
+        if str(path.resolve()).startswith(mount) and len(mount) > len(best):
+            best, kind = mount, fs
+    return kind
+
+
 def main():
     global CHUNK, WIDTH
     import scipy.ndimage as ndi
@@ -121,6 +131,8 @@ def main():
     ap.add_argument("--cpu-workers", type=int, default=8)
     ap.add_argument("--cpu-threads", type=int, default=4)
     ap.add_argument("--chunk", type=int, default=4096, help="storage chunk side of the input")
+    ap.add_argument("--cases", default="a,b,chain3", help="which distconv runs (a sweep: a,b)")
+    ap.add_argument("--no-anchors", action="store_true", help="skip dask-image and the zarr copy")
     a = ap.parse_args()
     CHUNK = a.chunk
     WIDTH = max(CHUNK, WIDTH * CHUNK // 4096)
@@ -134,31 +146,41 @@ def main():
     nbytes = rows * WIDTH * 4
     bands = sorted({0, CHUNK, 2 * CHUNK - 2, 2 * CHUNK + 1, rows // 2 + 3, rows - 1} & set(range(rows)))
     conv = lambda v: ndi.correlate(v, W5, mode="reflect")  # noqa: E731
+    cases = a.cases.split(",")
     results = {}
-    results["a"] = distconv_run("conv5-a", root, src, [{"op": "correlate", "weights": W5.tolist()}])
-    results["a"]["checked"] = check(root / "conv5-a.zarr", src, conv, bands)
-    results["b"] = distconv_run("conv5-b", root, root / "conv5-a.zarr", [{"op": "correlate", "weights": W5.tolist()}])
-    results["b"]["checked"] = check(root / "conv5-b.zarr", root / "conv5-a.zarr", conv, bands)
-    hist = {"bins": 256, "range": [-4.0, 4.0], "json": str(root / "chain3-hist.json")}
-    results["chain3"] = distconv_run("chain3", root, src, [{"op": "gaussian_filter", "sigma": 2.0},
-                                                            {"op": "laplace"}], hist)
-    chain = lambda v: ndi.laplace(ndi.gaussian_filter(v, 2.0), mode="nearest")  # noqa: E731
-    counts = json.loads(Path(hist["json"]).read_text())["counts"]
-    results["chain3"]["checked"] = check(root / "chain3.zarr", src, chain, bands) and sum(counts) > 0
-    anchors = cpu_anchors(src, root, a.cpu_workers, a.cpu_threads)
+    if "a" in cases or "b" in cases:  # (b) reads the output of (a)
+        results["a"] = distconv_run("conv5-a", root, src, [{"op": "correlate", "weights": W5.tolist()}])
+        results["a"]["checked"] = check(root / "conv5-a.zarr", src, conv, bands)
+    if "b" in cases:
+        results["b"] = distconv_run("conv5-b", root, root / "conv5-a.zarr", [{"op": "correlate", "weights": W5.tolist()}])
+        results["b"]["checked"] = check(root / "conv5-b.zarr", root / "conv5-a.zarr", conv, bands)
+    if "chain3" in cases:
+        hist = {"bins": 256, "range": [-4.0, 4.0], "json": str(root / "chain3-hist.json")}
+        results["chain3"] = distconv_run("chain3", root, src, [{"op": "gaussian_filter", "sigma": 2.0},
+                                                                {"op": "laplace"}], hist)
+        chain = lambda v: ndi.laplace(ndi.gaussian_filter(v, 2.0), mode="nearest")  # noqa: E731
+        counts = json.loads(Path(hist["json"]).read_text())["counts"]
+        results["chain3"]["checked"] = check(root / "chain3.zarr", src, chain, bands) and sum(counts) > 0
+    anchors = {"dask_image": None, "copy": None} if a.no_anchors else cpu_anchors(src, root, a.cpu_workers,
+                                                                                  a.cpu_threads)
     rows_out = []
     for key, case in (("a", "e2e_zarr_conv5"), ("b", "e2e_zarr_conv5"), ("chain3", "e2e_chain3")):
+        if key not in results:
+            continue
         s = results[key]
+        di, cp = anchors["dask_image"], anchors["copy"]
         gbps = nbytes / s["seconds"] / 1e9
         rows_out.append({
             "case": case, "layer": "end to end", "layout": {"a": "unsharded 64 MiB chunks", "b": "distconv's shards",
                                                             "chain3": "unsharded 64 MiB chunks"}[key],
             "gpus": None, "GBps": round(gbps, 2), "wall_GBps": round(nbytes / s["wall_s"] / 1e9, 2),
             "seconds": s["seconds"], "wall_s": s["wall_s"], "startup_s": s.get("startup_s"),
-            "anchor": "dask-image correlate, CPU LocalCluster", "anchor_ms": round(anchors["dask_image"] * 1e3),
-            "speedup": round(anchors["dask_image"] / s["seconds"], 2),
-            "zarr_copy_GBps": round(nbytes / anchors["copy"] / 1e9, 2),
-            "vs_copy_floor": round(anchors["copy"] / s["seconds"], 2),
+            "startup": s.get("startup"), "storage": fs_type(root),
+            "anchor": "dask-image correlate, CPU LocalCluster", "anchor_ms": di and round(di * 1e3),
+            "speedup": di and round(di / s["seconds"], 2),
+            "zarr_copy_GBps": cp and round(nbytes / cp / 1e9, 2),
+            "vs_copy_floor": cp and round(cp / s["seconds"], 2),
+            "io_slots": os.environ.get("DASK_DISTCONV__IO_SLOTS", "default"),
             "stage_seconds": s.get("stage_seconds"), "step_seconds": s.get("step_seconds"),
             "path": s.get("path"), "checked": bool(s["checked"])})
         print(json.dumps(rows_out[-1]), flush=True)

@@ -53,7 +53,9 @@ def run(workflow_path, cluster_path, overwrite, resume, no_progress, json_path):
         wf = workflow.load(workflow_path)
         workflow.preflight(wf, overwrite or None, resume)
         load_config(cluster_path)
+        checked = time.time()
         with cluster(cluster_path) as client:
+            cluster_up = time.time()
             summary = workflow.run(wf, client, overwrite=overwrite or None, progress=not no_progress,
                                        resume=resume)
     except (workflow.WorkflowError, ClusterConfigError, ValueError, TypeError, FileNotFoundError) as e:
@@ -63,8 +65,13 @@ def run(workflow_path, cluster_path, overwrite, resume, no_progress, json_path):
                    f"write only the rest ({workflow_path})", err=True)
         sys.exit(130)
     first = summary.pop("first_task_at", None)
+    submitted = summary.pop("submitted_at", None)
     if first is not None:
         summary["startup_s"] = round(first - started, 2)
+        # where the start-up went, seconds since the process started (NOTES.md, issue 13)
+        summary["startup"] = {k: round(v - started, 2) for k, v in (
+            ("checked", checked), ("cluster_up", cluster_up), ("submitted", submitted),
+            ("first_task", first)) if v is not None}
     summary["wall_s"] = round(time.time() - started, 2)
     click.echo(workflow.format_summary(summary))
     if json_path:

@@ -28,6 +28,7 @@ def _workflow(tmp_path, shape, chunks, steps, **outputs):
 def small_blocks(monkeypatch):
     """Blocks of a few shard rows, so a small array has many blocks and halos cross them."""
     monkeypatch.setattr(storage, "CPU_CHUNK_BYTES", 6000)
+    monkeypatch.setattr(storage, "GPU_CHUNK_BYTES", 6000)  # the same blocks where a GPU runs them
     monkeypatch.setattr(storage_job, "SHARD_MIN_BYTES", 0)
     monkeypatch.setattr(shards, "INNER_BYTES", 300)
 
@@ -90,6 +91,17 @@ def test_resume_writes_only_missing_blocks(tmp_path, small_blocks):
     assert s["resumed_bytes"] == (64 - (r1 - r0)) * 40 * clean.itemsize
 
 
+def test_bad_io_slots_config_is_refused_before_any_work(tmp_path):
+    import dask
+
+    wf = _workflow(tmp_path, (40, 30), (10, 30), [{"op": "gaussian_filter", "sigma": 1.0}])
+    for bad in (0, "2", True):
+        with dask.config.set({"distconv.io-slots": bad}):
+            with pytest.raises(batch.WorkflowError, match=r"distconv\.io-slots.*" + repr(bad).replace("'", ".")):
+                batch.run(wf, progress=False)
+    assert not Path(wf.outputs["path"]).exists() and not Path(wf.input["path"]).exists()
+
+
 def test_wrap_and_non_stencil_steps_take_the_general_path(tmp_path):
     wf = _workflow(tmp_path, (40, 30), (10, 30), [{"op": "gaussian_filter", "sigma": 1.0, "mode": "wrap"}])
     s = batch.run(wf, progress=False)
@@ -143,3 +155,93 @@ def test_distconv_output_as_input_reads_its_shards(tmp_path, small_blocks):
     assert s["path"] == "direct"
     np.testing.assert_allclose(_stored(wf2.outputs["path"])[...],
                                ndi.correlate(first, np.ones((5, 5)), mode="constant"), rtol=2e-5, atol=2e-4)
+
+
+def _edge_job(tmp_path, n=40, width=7, depth=(2, 3)):
+    x = np.random.default_rng(5).standard_normal((n, width)).astype(np.float32)
+    z = zarr.create_array(str(tmp_path / "e.zarr"), shape=x.shape, chunks=(10, width), dtype="f4")
+    z[...] = x
+    return x, z, depth
+
+
+def _recording(monkeypatch, delay=0.0, fail=None):
+    """Record every row range _decode_into decodes (optionally slowly, or failing on one)."""
+    import threading
+    import time
+
+    seen, lock, real = [], threading.Lock(), storage_job._decode_into
+
+    def decode(src, a, b, dest):
+        with lock:
+            seen.append((a, b))
+        time.sleep(delay)
+        if fail == (a, b):
+            raise OSError("unreadable chunk")
+        real(src, a, b, dest)
+
+    monkeypatch.setattr(storage_job, "_decode_into", decode)
+    return seen
+
+
+def _block(x, z, r0, r1, depth, run, edges):
+    lo, hi = max(0, r0 - depth[0]), min(x.shape[0], r1 + depth[1])
+    host = np.full((hi - lo, x.shape[1]), np.nan, np.float32)  # poisoned: every row must be written
+    edges.read(run, z, host, (lo, r0, r1, hi), depth)
+    np.testing.assert_array_equal(host, x[lo:hi])
+
+
+def test_edge_rows_of_a_finished_neighbour_are_not_decoded_again(tmp_path, monkeypatch):
+    x, z, depth = _edge_job(tmp_path)
+    seen = _recording(monkeypatch)
+    edges = storage_job._EdgeRows()
+    _block(x, z, 0, 20, depth, "r", edges)
+    _block(x, z, 20, 40, depth, "r", edges)
+    # block 0 decodes its rows and (its neighbour not started) its lower halo; block 1 takes its
+    # upper halo from block 0's published edge
+    assert seen == [(0, 20), (20, 23), (20, 40)]
+    _block(x, z, 20, 40, depth, "other run", edges)  # edges never cross runs
+    assert seen[-2:] == [(20, 40), (18, 20)]
+
+
+def test_edge_rows_of_a_neighbour_in_flight_are_awaited(tmp_path, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    x, z, depth = _edge_job(tmp_path, n=60)
+    seen = _recording(monkeypatch, delay=0.2)
+    edges = storage_job._EdgeRows()
+    blocks = [(0, 20), (20, 40), (40, 60)]
+    with ThreadPoolExecutor(3) as ex:
+        list(ex.map(lambda b: _block(x, z, *b, depth, "r", edges), blocks))
+    assert sorted(seen) == blocks  # each row decoded once: every halo came from a neighbour
+
+
+def test_a_failed_neighbour_leaves_the_halo_to_storage(tmp_path, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    x, z, depth = _edge_job(tmp_path)
+    seen = _recording(monkeypatch, delay=0.2, fail=(20, 40))
+    edges = storage_job._EdgeRows()
+    with ThreadPoolExecutor(2) as ex:
+        ok = ex.submit(_block, x, z, 0, 20, depth, "r", edges)
+        bad = ex.submit(_block, x, z, 20, 40, depth, "r", edges)
+        ok.result()  # its lower halo is decoded from storage once the neighbour has failed
+        with pytest.raises(OSError, match="unreadable"):
+            bad.result()
+    assert (20, 23) in seen
+
+
+def test_blocks_run_in_contiguous_ranges_per_worker(tmp_path, small_blocks):
+    from distributed import Client, LocalCluster
+
+    wf = _workflow(tmp_path, (400, 30), (6, 30), [{"op": "gaussian_filter", "sigma": 1.0}])
+    with LocalCluster(n_workers=2, threads_per_worker=2, processes=False, dashboard_address=":0") as c, \
+            Client(c) as client:
+        with __import__("distributed").get_task_stream(client) as ts:
+            s = batch.run(wf, client, progress=False)
+    assert s["path"] == "direct"
+    ran = {int(t["key"].rsplit("-", 1)[1]): t["worker"] for t in ts.data if "gaussian" in str(t["key"])}
+    order = [ran[i] for i in sorted(ran)]
+    assert len(order) > 4 and len(set(order)) == 2
+    assert sum(a != b for a, b in zip(order, order[1:])) == 1  # worker A's blocks, then B's
+    np.testing.assert_allclose(_stored(wf.outputs["path"])[...],
+                               ndi.gaussian_filter(_stored(wf.input["path"])[...], 1.0), rtol=2e-5, atol=2e-5)

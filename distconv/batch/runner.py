@@ -19,7 +19,8 @@ def preflight(wf: Workflow, overwrite: bool | None = None, resume: bool = False)
     overwrite = wf.overwrite if overwrite is None else overwrite
     try:
         ownership.check_target(wf.outputs["path"], overwrite, resume)
-    except ownership.OutputError as e:
+        storage_job.io_slots()
+    except (ownership.OutputError, ValueError) as e:
         raise WorkflowError(str(e)) from None
 
 
@@ -70,7 +71,8 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
                "bytes_in": src["nbytes"] - skipped, "bytes_out": data.nbytes - skipped,
                "seconds": round(seconds, 3), "GBps": round((src["nbytes"] - skipped) / seconds / 1e9, 3),
                "gpu_memory_peak": _gpu_peak(client), "step_seconds": step_seconds, "path": "general",
-               "first_task_at": step_seconds.pop("first_task_at", None)}
+               "first_task_at": step_seconds.pop("first_task_at", None),
+               "submitted_at": step_seconds.pop("submitted_at", None)}
     if skipped:
         summary["resumed_bytes"] = skipped  # written by the interrupted run, not by this one
     if hist is not None:
@@ -100,7 +102,8 @@ def _run_direct(wf, client, gpu, overwrite, resume, progress, t0):
     done = ownership.written_blocks(out_path) if resuming else set()
     row_bytes = src.nbytes // max(src.shape[0], 1)
     skipped = sum((r1 - r0) * row_bytes for i, (r0, r1) in enumerate(job.row_blocks) if str(i) in done)
-    tasks, merged = storage_job.graph(job, job.stencil.name)
+    workers = sorted(client.scheduler_info()["workers"]) if client is not None else None
+    tasks, merged = storage_job.graph(job, job.stencil.name, workers)
     step_seconds, (_, (counts, stages)) = _compute([tasks, merged], client, progress)
     storage.finish(out_path)
     ownership.mark_complete(out_path, {"workflow": wf.name})
@@ -113,7 +116,8 @@ def _run_direct(wf, client, gpu, overwrite, resume, progress, t0):
                "GBps": round(nbytes_in / seconds / 1e9, 3), "gpu_memory_peak": _gpu_peak(client),
                "step_seconds": step_seconds, "path": "direct",
                "stage_seconds": {k: round(v, 3) for k, v in stages.items()},
-               "first_task_at": step_seconds.pop("first_task_at", None)}
+               "first_task_at": step_seconds.pop("first_task_at", None),
+               "submitted_at": step_seconds.pop("submitted_at", None)}
     if skipped:
         summary["resumed_bytes"] = skipped
     if edges is not None:
@@ -137,6 +141,7 @@ def _compute(job, client, progress) -> tuple[dict, object]:
     from distributed import get_task_stream
 
     with get_task_stream(client) as ts:
+        submitted = time.time()
         fut = client.compute(job)
         if progress:
             _show_progress(fut)
@@ -156,6 +161,7 @@ def _compute(job, client, progress) -> tuple[dict, object]:
     out = {k: round(v, 3) for k, v in sorted(busy.items(), key=lambda kv: -kv[1])}
     if first is not None:
         out["first_task_at"] = first
+        out["submitted_at"] = submitted
     return out, results
 
 

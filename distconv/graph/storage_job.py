@@ -14,7 +14,8 @@ from __future__ import annotations
 import functools
 import math
 import queue
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +39,7 @@ class Job:
     uniform: bool = True
     gpu: bool = False
     src_layout: shards.Layout | None = None   # the input's, when its shards can be read directly
+    run: str = field(default_factory=lambda: uuid.uuid4().hex)  # names this run's shared edge rows
 
 
 def plan_rows(n0: int, shard_rows: int, row_bytes: int, target_bytes: int, depth: tuple) -> tuple:
@@ -79,35 +81,53 @@ def _open(path: str):
 
 # Blocks in flight per worker process. Measured on one H200 of the 2-GPU node (NOTES.md):
 # 1 -> 1.00, 2 -> 1.15, 4 -> 0.81, 8 -> 0.60 GB/s; more blocks only contend for the cores,
-# the PCIe link and the page-locking lock. Each slot owns its pinned staging buffers.
+# the PCIe link and the page-locking lock. Each slot owns its pinned staging buffers and codec.
+# dask config ``distconv.io-slots`` changes it (read once per process, at its first block).
 IO_SLOTS = 2
-_SLOTS: queue.Queue = queue.Queue()
-for _k in range(IO_SLOTS):
-    _SLOTS.put(_k)
+SLOTS_KEY = "distconv.io-slots"
+
+
+def io_slots() -> int:
+    """Blocks in flight per process, from dask config; a bad value raises naming the key."""
+    import dask
+
+    n = dask.config.get(SLOTS_KEY, IO_SLOTS)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"dask config {SLOTS_KEY!r} must be a positive integer, got {n!r}")
+    return n
+
+
+@functools.cache
+def _slots() -> queue.Queue:
+    slots: queue.Queue = queue.Queue()
+    for k in range(io_slots()):
+        slots.put(k)
+    return slots
 
 
 def run_block(job: Job, i: int):
     """One block end to end, in one of the process's IO_SLOTS. Returns (histogram counts or an
-    empty array, seconds per stage: read+decode, kernels, histogram, encode+write), the
-    stages timed with the GPU synced."""
+    empty array, seconds per stage: waiting for a slot, decode, upload, kernels, histogram,
+    encode, file writes), the stages timed with the GPU synced."""
     mark = Path(job.dst, ownership.BLOCKS, str(i))
     if mark.exists() and job.edges is None:
         return np.zeros(0, dtype=np.int64), {}
-    slot = _SLOTS.get()
-    try:
-        return _run_block(job, i, slot, mark)
-    finally:
-        _SLOTS.put(slot)
-
-
-def _run_block(job: Job, i: int, slot: int, mark: Path):
-    r0, r1 = job.row_blocks[i]
     clock = _Clock(job.gpu)
+    slots = _slots()
+    slot = slots.get()
+    clock.lap("slot wait")
+    try:
+        return _run_block(job, i, slot, mark, clock)
+    finally:
+        slots.put(slot)
+
+
+def _run_block(job: Job, i: int, slot: int, mark: Path, clock):
+    r0, r1 = job.row_blocks[i]
     n0 = job.layout.shape[0]
     (lo_h, hi_h) = job.stencil.depth[0]
     lo, hi = max(0, r0 - lo_h), min(n0, r1 + hi_h)
-    ext = _read(job, lo, hi, slot)
-    clock.lap("read")
+    ext = _read(job, (lo, r0, r1, hi), slot, clock)
     halo = ((r0 - lo, hi - r1),) + ((0, 0),) * (ext.ndim - 1)
     out = job.stencil.func(Tile.extended(ext, halo))
     del ext
@@ -117,9 +137,8 @@ def _run_block(job: Job, i: int, slot: int, mark: Path):
         counts = to_host(backends.counts(out, job.edges, job.uniform))
         clock.lap("histogram")
     if not mark.exists():
-        shards.write_block(job.dst, job.layout, out, r0, _encoder(out, slot))
+        shards.write_block(job.dst, job.layout, out, r0, _encoder(out, slot), clock.lap)
         mark.touch()
-        clock.lap("write")
     return counts, clock.laps
 
 
@@ -139,32 +158,121 @@ class _Clock:
         self.laps[stage] = self.laps.get(stage, 0.0) + t - self._t
         self._t = t
 
+    def count(self, what: str, n: int):
+        """Not a time: a count reported beside the stages (summed over blocks)."""
+        self.laps[what] = self.laps.get(what, 0) + n
 
-def _read(job: Job, lo: int, hi: int, slot: int):
-    """Rows lo..hi of the input: sharded zstd inputs decode on the GPU through nvCOMP when the
-    block goes there; everything else decodes through zarr (zarrs when installed), on a GPU
-    straight into pinned memory (a pageable upload runs at ~1 GB/s there)."""
+
+def _read(job: Job, rows: tuple, slot: int, clock):
+    """Rows lo..hi of the input (``rows`` = (lo, r0, r1, hi): the block r0..r1 and its halo):
+    sharded zstd inputs decode on the GPU through nvCOMP when the block goes there; everything
+    else decodes through zarr (zarrs when installed), on a GPU straight into pinned memory (a
+    pageable upload runs at ~1 GB/s there), the halo rows shared with neighbouring blocks."""
+    lo, r0, r1, hi = rows
     if job.gpu:
         from ..backends.cuda import transfer
         from ..backends.cuda import zstd as gpu_zstd
 
         if job.src_layout is not None and gpu_zstd.available():
             decode = functools.partial(gpu_zstd.decode_frames, slot=slot)
-            ext = shards.read_rows(job.src, job.src_layout, lo, hi, decode)
+            ext = shards.read_rows(job.src, job.src_layout, lo, hi, decode, clock.lap)
             if ext is not None:
                 return ext
-        src = _open(job.src)
-        shape = (hi - lo,) + src.shape[1:]
+    src = _open(job.src)
+    shape = (hi - lo,) + src.shape[1:]
+    if job.gpu:
         nbytes = int(np.prod(shape)) * src.dtype.itemsize
         host = transfer.staging(slot, "read", nbytes).view(src.dtype).reshape(shape)
-        try:  # decode straight into pinned memory
-            from zarr.core.buffer import default_buffer_prototype
+    else:
+        host = np.empty(shape, src.dtype)
+    clock.count("halos decoded", _EDGES.read(job.run, src, host, rows, job.stencil.depth[0]))
+    clock.lap("decode")
+    if not job.gpu:
+        return host
+    ext = transfer.to_device(host, pinned=True)
+    clock.lap("upload")
+    return ext
 
-            src.get_basic_selection((slice(lo, hi),), out=default_buffer_prototype().nd_buffer.from_numpy_array(host))
-        except (TypeError, ValueError, NotImplementedError):
-            np.copyto(host, src[lo:hi])
-        return transfer.to_device(host, pinned=True)
-    return _open(job.src)[lo:hi]
+
+def _decode_into(src, a: int, b: int, dest: np.ndarray):
+    """Rows a..b of the zarr array ``src`` decoded straight into ``dest``."""
+    try:
+        from zarr.core.buffer import default_buffer_prototype
+
+        src.get_basic_selection((slice(a, b),), out=default_buffer_prototype().nd_buffer.from_numpy_array(dest))
+    except (TypeError, ValueError, NotImplementedError):
+        np.copyto(dest, src[a:b])
+
+
+class _EdgeRows:
+    """Rows at the edges of the blocks this process decodes, handed to the neighbouring block.
+
+    A block's halo rows lie in its neighbours' storage chunks; with 64 MiB chunks and 1 GiB
+    blocks, decoding them again doubled every block's decode work (NOTES.md). So a block first
+    promises its edge rows, decodes its own rows, then publishes the edges; a neighbour in flight
+    in this process waits for them, one that is not (or is on another worker) decodes the
+    rows from storage. Nothing waits before publishing, so no two blocks wait on each other.
+    """
+
+    KEEP = 64  # entries not taken (a neighbour on another worker) are dropped oldest first
+
+    def __init__(self):
+        import collections
+        import threading
+
+        self._lock = threading.Lock()
+        self._rows = collections.OrderedDict()
+
+    def _promise(self, key):
+        from concurrent.futures import Future
+
+        with self._lock:
+            fut = self._rows[key] = Future()
+            while len(self._rows) > self.KEEP:
+                self._rows.popitem(last=False)
+        return fut
+
+    def _take(self, key):
+        with self._lock:
+            return self._rows.pop(key, None)
+
+    def read(self, run: str, src, host: np.ndarray, rows: tuple, depth: tuple):
+        """Fill ``host`` with rows lo..hi of ``src``: the block's own rows r0..r1 decoded here,
+        its halo rows from a neighbour's published edges where there are any. ``depth``: the
+        job's halo rows (above, below), the same for every block. Returns how many halo pieces
+        were decoded from storage (0, 1 or 2)."""
+        lo, r0, r1, hi = rows
+        above, below = depth
+        own = host[r0 - lo:r1 - lo]
+        # the block above takes our first `below` rows as its lower halo, the block below our
+        # last `above` rows as its upper halo
+        edges = {(run, r0, r0 + below): own[:below], (run, r1 - above, r1): own[own.shape[0] - above:]}
+        promised = {k: self._promise(k) for k, v in edges.items() if 0 < k[2] - k[1] == v.shape[0]}
+        try:
+            _decode_into(src, r0, r1, own)
+        except BaseException as e:
+            for fut in promised.values():
+                fut.set_exception(e)
+            raise
+        for k, fut in promised.items():
+            fut.set_result(edges[k].copy())
+        decoded = 0
+        for a, b, dest in ((lo, r0, host[:r0 - lo]), (r1, hi, host[r1 - lo:])):
+            if b <= a:
+                continue
+            fut = self._take((run, a, b))
+            if fut is not None:
+                try:
+                    np.copyto(dest, fut.result())
+                    continue
+                except Exception:  # noqa: BLE001 - the neighbour failed: decode the rows here
+                    pass
+            _decode_into(src, a, b, dest)
+            decoded += 1
+        return decoded
+
+
+_EDGES = _EdgeRows()
 
 
 def _encoder(block, slot: int):
@@ -192,15 +300,22 @@ def create_output(dst: str, shape, dtype, layout: shards.Layout, attrs: dict):
     return z
 
 
-def graph(job: Job, name: str):
+def graph(job: Job, name: str, workers: list | None = None):
     """The job as dask delayed objects: one task per block (named ``name``), and their
-    results tree-merged (8 at a time): (histogram counts, seconds per stage)."""
+    results tree-merged (8 at a time): (histogram counts, seconds per stage). With ``workers``
+    (addresses) each worker is given one contiguous range of blocks, so neighbouring blocks
+    run in one process and hand each other their edge rows (_EdgeRows); dask may still move a
+    task elsewhere (allow_other_workers), which only costs that block a decode."""
     import dask
     from dask.base import tokenize
 
     token = tokenize(job)
-    tasks = [dask.delayed(run_block, pure=False)(job, i, dask_key_name=f"{name}-{token}-{i}")
-             for i in range(len(job.row_blocks))]
+    n = len(job.row_blocks)
+    tasks = []
+    for i in range(n):
+        where = {} if not workers else {"workers": [workers[i * len(workers) // n]], "allow_other_workers": True}
+        with dask.annotate(**where):
+            tasks.append(dask.delayed(run_block, pure=False)(job, i, dask_key_name=f"{name}-{token}-{i}"))
     level, depth = tasks, 0
     while len(level) > 1:
         level = [dask.delayed(_add, pure=True)(*level[k:k + 8],

@@ -2,8 +2,8 @@
 zstd frames that any CPU zstd reads). nvCOMP is optional (the GPU extra ``nvcomp``): without it
 the caller moves the buffer to the host and uses backends/numpy/zstd.py.
 
-Thread safety: one nvCOMP Codec per (device, thread); each binds its own CUDA stream and waits
-on the current cupy stream before reading the buffer.
+Thread safety: one nvCOMP Codec per (device, I/O slot), or per (device, thread) without a slot;
+each waits on the current cupy stream before reading the buffer.
 """
 
 from __future__ import annotations
@@ -23,18 +23,30 @@ def available() -> bool:
     return True
 
 
-def _codec():
+def _codec(slot=None):
+    """The nvCOMP codec of this device for an I/O ``slot`` (one block at a time uses a slot, so
+    its codec is never shared by two threads at once), else of this thread. Creating one costs
+    ~0.1 s: per slot there are two per process, per thread there were eight."""
     import cupy
     from nvidia import nvcomp
 
     dev = cupy.cuda.runtime.getDevice()
-    codecs = getattr(_LOCAL, "codecs", None)
-    if codecs is None:
-        codecs = _LOCAL.codecs = {}
-    if dev not in codecs:
-        codecs[dev] = nvcomp.Codec(algorithm="Zstd", bitstream_kind=nvcomp.BitstreamKind.RAW,
-                                   device_id=dev)
-    return codecs[dev]
+    if slot is None:
+        codecs = getattr(_LOCAL, "codecs", None)
+        if codecs is None:
+            codecs = _LOCAL.codecs = {}
+        key = dev
+    else:
+        codecs, key = _BY_SLOT, (dev, slot)
+    with _LOCK:
+        if key not in codecs:
+            codecs[key] = nvcomp.Codec(algorithm="Zstd", bitstream_kind=nvcomp.BitstreamKind.RAW,
+                                       device_id=dev)
+        return codecs[key]
+
+
+_BY_SLOT: dict = {}
+_LOCK = threading.Lock()
 
 
 def encode_frames(block, frame_nbytes: int, slot=None) -> list:
@@ -51,7 +63,7 @@ def encode_frames(block, frame_nbytes: int, slot=None) -> list:
     offsets = list(range(0, raw.size, frame_nbytes))
     sizes = [min(frame_nbytes, raw.size - o) for o in offsets]
     stream = cupy.cuda.get_current_stream().ptr
-    encoded = _codec().encode(nvcomp.as_arrays(raw, offsets, sizes, cuda_stream=stream))
+    encoded = _codec(slot).encode(nvcomp.as_arrays(raw, offsets, sizes, cuda_stream=stream))
     views = [cupy.asarray(encoded[i]).view(cupy.uint8).reshape(-1) for i in range(len(offsets))]
     lengths = [v.size for v in views]
     packed = cupy.concatenate(views)
@@ -85,6 +97,6 @@ def decode_frames(frames: list, frame_nbytes: int, dtype, slot=None):
     srcs = nvcomp.as_arrays(src, [int(a) for a in aligned], sizes, cuda_stream=stream)
     dsts = nvcomp.as_arrays(out, [i * frame_nbytes for i in range(len(frames))],
                             [frame_nbytes] * len(frames), cuda_stream=stream)
-    res = _codec().decode(srcs, out=dsts)
+    res = _codec(slot).decode(srcs, out=dsts)
     res.buffer_sizes  # waits for the decode (see nvcomp.BatchArray)
     return out.view(dtype)
