@@ -9,9 +9,7 @@ from .ops.registry import OPS as _OPS
 globals().update({_name: _op.func for _name, _op in _OPS.items()})
 __all__ = [*_OPS, "cluster"]
 
-from .accessor import register as _register_accessor  # noqa: E402
-
-_register_accessor()  # the .distconv accessor, now or when xarray is imported
+from . import xarray as _xarray_accessor  # noqa: E402,F401  (registers .distconv)
 from .cluster import cluster  # noqa: E402,F401  (the function; the module stays importable)
 
 __version__ = "0.1.0"

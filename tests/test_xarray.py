@@ -116,19 +116,3 @@ def test_new_filters_by_dim_names(field):
     out = ds.distconv.maximum_filter({"time": 2})
     assert_matches(out.temp.data, ndi.maximum_filter(v, (2, 1, 1)))
     assert out.mask.equals(ds.mask)  # no time dim: passed through
-
-
-def test_import_distconv_leaves_xarray_until_it_is_imported():
-    """Start-up: `import distconv` does not load xarray/pandas; the accessor is there the moment
-    xarray is imported (after distconv, or before it)."""
-    import subprocess
-    import sys
-
-    code = ("import sys, distconv; assert 'xarray' not in sys.modules and 'pandas' not in sys.modules; "
-            "import numpy as np, xarray as xr; a = xr.DataArray(np.arange(6.0), dims=['x']); "
-            "print(float(a.distconv.cumsum('x')[-1]))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "15.0"
-    code = "import numpy as np, xarray as xr, distconv; print(xr.Dataset().distconv.__class__.__name__)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "DatasetAccessor"

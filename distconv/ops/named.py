@@ -4,15 +4,11 @@ name kept; lazy on dask-backed data, on the GPU for cupy-backed data. The access
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
+import xarray as xr
 
 from . import edges, filters, histograms, scans, smooth, stencils
 from . import rank as ranked
-
-if TYPE_CHECKING:  # xarray is imported where an xarray object is made: `import distconv` stays light
-    import xarray as xr
 
 
 def _axis(da: xr.DataArray, dim: str, name: str = "dim") -> int:
@@ -229,8 +225,6 @@ def cummax(obj, dim):
 def histogram(obj, bins=10, range=None, weights=None, density=False, dims=None):  # noqa: A002
     """Histogram over ``dims`` (default: all) -> DataArray on dim 'bin' (plus the other
     dims), with bin centres and edges as coordinates."""
-    import xarray as xr
-
     dims = list(obj.dims if dims is None else dims)
     for d in dims:
         _axis(obj, d, "dims entry")
@@ -261,8 +255,6 @@ def _with_bin_coords(out, edges):
 
 
 def _hist_array(counts, edges, obj):
-    import xarray as xr
-
     out = xr.DataArray(counts, dims=("bin",), name=f"{obj.name}_histogram" if obj.name else "histogram",
                        attrs=dict(obj.attrs))
     return _with_bin_coords(out, edges)
