@@ -79,7 +79,7 @@ def test_resume_writes_only_missing_blocks(tmp_path, small_blocks):
     x = _stored(wf.input["path"])
     job, _ = direct.plan(wf, False, x.ndim, x.dtype, x.shape, x.chunks)
     for i in range(1, len(job.row_blocks)):
-        (out / ownership.BLOCKS / str(i)).touch()
+        (out / ownership.BLOCKS / storage_job.block_mark(job, i)).touch()
     victim = next((out / "c").iterdir())
     for f in victim.rglob("*"):
         if f.is_file():

@@ -133,16 +133,8 @@ def test_resume_writes_only_missing_blocks_and_equals_clean_run(tmp_path, monkey
     workflow.run(wf, progress=False)
     clean = read(wf.outputs["path"])
     out = Path(wf.outputs["path"])
-    # an interrupted run: no completion marker, some blocks never written
-    (out / workflow.MARKER).unlink()
     marks = out / ".distconv-blocks"
-    marks.mkdir()
-    z = zarr.open_array(str(out), mode="r+")
-    for i in range(6):
-        if i not in (2, 4):
-            (marks / f"{i}-0").touch()
-    z[32:48] = 0
-    z[64:80] = 0
+    _interrupt(out, marks)
     with pytest.raises(workflow.WorkflowError, match="incomplete"):
         workflow.run(wf, progress=False)
     s = workflow.run(wf, progress=False, resume=True)
@@ -151,6 +143,28 @@ def test_resume_writes_only_missing_blocks_and_equals_clean_run(tmp_path, monkey
     # the summary counts what this run did: the 2 missing blocks of 6, not the whole array
     assert s["bytes_out"] == 2 * 16 * 80 * clean.itemsize
     assert s["resumed_bytes"] == 4 * 16 * 80 * clean.itemsize
+    # resumed with other blocks (32 rows): no region of the marks is one of its blocks, so
+    # every block is written again (a mark names the rows it covers, not a block number)
+    _interrupt(out, marks)
+    wf.chunks = [32, 80]
+    s = workflow.run(wf, progress=False, resume=True)
+    np.testing.assert_array_equal(read(out), clean)
+    assert s["bytes_out"] == 96 * 80 * clean.itemsize and "resumed_bytes" not in s
+
+
+def _interrupt(out, marks):
+    """As an interrupted run leaves an output: no completion marker, rows 32:48 and 64:80 (16-row
+    blocks 2 and 4) never written, the other blocks' marks there."""
+    from distconv.graph.ownership import block_name
+
+    (out / workflow.MARKER).unlink()
+    marks.mkdir()
+    for i in range(6):
+        if i not in (2, 4):
+            (marks / block_name([(16 * i, 16 * i + 16), (0, 80)])).touch()
+    z = zarr.open_array(str(out), mode="r+")
+    z[32:48] = 0
+    z[64:80] = 0
 
 
 def _load_doc(tmp_path, doc):

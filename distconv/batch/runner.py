@@ -101,7 +101,8 @@ def _run_direct(wf, client, gpu, overwrite, resume, progress, t0):
         storage_job.create_output(out_path, src.shape, src.dtype, job.layout, attrs)
     done = ownership.written_blocks(out_path) if resuming else set()
     row_bytes = src.nbytes // max(src.shape[0], 1)
-    skipped = sum((r1 - r0) * row_bytes for i, (r0, r1) in enumerate(job.row_blocks) if str(i) in done)
+    skipped = sum((r1 - r0) * row_bytes for i, (r0, r1) in enumerate(job.row_blocks)
+                  if storage_job.block_mark(job, i) in done)
     workers = sorted(client.scheduler_info()["workers"]) if client is not None else None
     tasks, merged = storage_job.graph(job, job.stencil.name, workers)
     step_seconds, (_, (counts, stages)) = _compute([tasks, merged], client, progress)

@@ -114,6 +114,13 @@ def mark_complete(output: str, info: dict):
     (Path(output) / COMPLETE).write_text(json.dumps({**info, "finished": time.time()}))
 
 
+def block_name(extent) -> str:
+    """A block's mark names the region it wrote, ((start, stop) per axis) -> "0-16_0-80", not
+    its index in one chunking: a resumed run whose blocks differ (other chunks, another
+    cluster) then skips only blocks whose region was written whole, and rewrites the rest."""
+    return "_".join(f"{int(a)}-{int(b)}" for a, b in extent)
+
+
 def written_blocks(path: str) -> set:
     """Names of the blocks an interrupted run already wrote (their per-block marks)."""
     marks = Path(path) / BLOCKS

@@ -95,7 +95,7 @@ def store(arr: da.Array, path: str, storage_chunks=None, codec: str = "zstd",
 
     def write(block, block_info=None):
         info = block_info[0]
-        mark = marks / "-".join(map(str, info["chunk-location"]))
+        mark = marks / ownership.block_name(info["array-location"])
         if not mark.exists():
             target[tuple(slice(a, b) for a, b in info["array-location"])] = to_host(block)
             mark.touch()
@@ -115,13 +115,17 @@ def write_chunks(arr: da.Array, storage_chunks=None) -> tuple:
 
 
 def written_bytes(arr: da.Array, path: str, storage_chunks=None) -> int:
-    """Bytes of ``arr`` an interrupted store() to ``path`` already wrote (per-block marks)."""
-    chunks = write_chunks(arr, storage_chunks)
+    """Bytes of ``arr`` an interrupted store() to ``path`` already wrote: the blocks of this
+    run whose region has a mark."""
+    import itertools
+
+    done = ownership.written_blocks(path)
+    bounds = [np.cumsum((0,) + c) for c in write_chunks(arr, storage_chunks)]
     total = 0
-    for name in ownership.written_blocks(path):
-        idx = tuple(int(i) for i in name.split("-"))
-        if len(idx) == arr.ndim and all(i < len(c) for i, c in zip(idx, chunks)):
-            total += int(np.prod([c[i] for i, c in zip(idx, chunks)])) * arr.dtype.itemsize
+    for idx in itertools.product(*(range(len(b) - 1) for b in bounds)):
+        extent = [(b[i], b[i + 1]) for b, i in zip(bounds, idx)]
+        if ownership.block_name(extent) in done:
+            total += int(np.prod([hi - lo for lo, hi in extent])) * arr.dtype.itemsize
     return total
 
 

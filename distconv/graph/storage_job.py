@@ -109,7 +109,7 @@ def run_block(job: Job, i: int):
     """One block end to end, in one of the process's IO_SLOTS. Returns (histogram counts or an
     empty array, seconds per stage: waiting for a slot, decode, upload, kernels, histogram,
     encode, file writes), the stages timed with the GPU synced."""
-    mark = Path(job.dst, ownership.BLOCKS, str(i))
+    mark = Path(job.dst, ownership.BLOCKS, block_mark(job, i))
     if mark.exists() and job.edges is None:
         return np.zeros(0, dtype=np.int64), {}
     clock = _Clock(job.gpu)
@@ -120,6 +120,12 @@ def run_block(job: Job, i: int):
         return _run_block(job, i, slot, mark, clock)
     finally:
         slots.put(slot)
+
+
+def block_mark(job: Job, i: int) -> str:
+    """The mark of block ``i``: the region it writes (its rows, every other axis whole)."""
+    r0, r1 = job.row_blocks[i]
+    return ownership.block_name([(r0, r1)] + [(0, n) for n in job.layout.shape[1:]])
 
 
 def _run_block(job: Job, i: int, slot: int, mark: Path, clock):
