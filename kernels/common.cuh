@@ -79,17 +79,54 @@ __device__ __forceinline__ T dc_tile_load(const DcTile &t, i64 z, i64 y, i64 x, 
     return p[z * t.sz[k] + y * t.sy[k] + x];
 }
 
+// Asynchronous global -> shared copies (sm_80+): the copy goes straight to shared memory, so a
+// thread can have its whole share of a tile in flight without holding it in registers.
+// DC_STAGE_ASYNC 0 turns them off (for measuring; benchmarks/diagnose_kernels.py).
+#ifndef DC_STAGE_ASYNC
+#define DC_STAGE_ASYNC 1
+#endif
+// (a #if, not a number: the loader reads only numeric DC_ defines, which must be single-valued)
+#if DC_STAGE_ASYNC && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define DC_CP_ASYNC_ON_ARCH true
+#else
+#define DC_CP_ASYNC_ON_ARCH false
+#endif
+template <int BYTES>
+__device__ __forceinline__ void dc_cp_async(void *smem, const void *gmem) {
+#if DC_STAGE_ASYNC && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned int dst = (unsigned int)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst), "l"(gmem), "n"(BYTES));
+#endif
+}
+__device__ __forceinline__ void dc_cp_async_wait_all() {
+#if DC_STAGE_ASYNC && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
 // Stage the SH x SW window at extended coordinates (iz, iy0, ix0) of a halo tile into shared
 // memory s (row pitch SW), the boundary mode applied where it leaves the tile. When the window
-// lies inside the centre piece, loads go straight to it in batches of 32 bytes issued before
-// their shared stores (several loads in flight per thread); otherwise element by element.
+// lies inside the centre piece, loads go straight to it: as asynchronous copies where the GPU
+// has them (every element of the thread's share in flight at once; this thread waits for its
+// own copies, the caller's barrier publishes them), else in batches of 32 bytes issued before
+// their shared stores. Otherwise element by element.
 template <typename T, int SH, int SW, int NT>
 __device__ __forceinline__ void dc_stage(T *s, const DcTile &src, i64 iz, i64 iy0, i64 ix0,
                                          int mode, T cval, int tid) {
     const i64 cz0 = src.len[0], cy0 = src.len[3], cx0 = src.len[6];
     const bool inside = iz >= cz0 && iz < cz0 + src.len[1] && iy0 >= cy0 &&
                         iy0 + SH <= cy0 + src.len[4] && ix0 >= cx0 && ix0 + SW <= cx0 + src.len[7];
-    if (inside) {
+    constexpr bool ASYNC = DC_CP_ASYNC_ON_ARCH && (sizeof(T) == 4 || sizeof(T) == 8);
+    if (inside && ASYNC) {
+        const i64 csy = src.sy[13];
+        const T *p = reinterpret_cast<const T *>(src.ptr[13]) + (iz - cz0) * src.sz[13] +
+                     (iy0 - cy0) * csy + (ix0 - cx0);
+        for (int e = tid; e < SH * SW; e += NT) {
+            const int r = e / SW, c = e - r * SW;
+            dc_cp_async<sizeof(T)>(s + e, p + (i64)r * csy + c);
+        }
+        dc_cp_async_wait_all();
+    } else if (inside) {
         constexpr int ITER = (SH * SW + NT - 1) / NT, BATCH = 32 / sizeof(T);
         const i64 csy = src.sy[13];
         const T *p = reinterpret_cast<const T *>(src.ptr[13]) + (iz - cz0) * src.sz[13] +

@@ -67,8 +67,27 @@ __device__ __forceinline__ void dc_store4(double *o, double a, double b, double 
 // Registers: PY*PX accumulators and a WN-wide window reused across PX outputs and PY rows.
 // Mask: constant memory (CMASK, slot) or global memory (wg) when it does not fit.
 // Limits: KH, KW <= 32 (compile time); KD any; sizes 64-bit.
+// Blocks per SM the float build is made for, which caps its registers at 65536 / (256 x n): more
+// blocks, more tiles' copies in flight per SM (NOTES.md, "Kernels to the roofline": 2 -> 4 took
+// conv2d_3x3 from 54 to 70 % of copy). The steps are the largest that compile without spills
+// over a sweep of mask shapes up to 32 x 32 (rows of one, or up to 64 taps at most 8 wide: 4;
+// up to 24 wide: 3; wider: 2); double keeps one.
+#ifndef DC_TILED_BLOCKS_SMALL  // (-D overrides: benchmarks/diagnose_kernels.py)
+#define DC_TILED_BLOCKS_SMALL 4
+#endif
+#ifndef DC_TILED_BLOCKS_MID
+#define DC_TILED_BLOCKS_MID 3
+#endif
+#define DC_TILED_BLOCKS_WIDE 2
+template <typename T, int KH, int KW>
+constexpr int dc_tiled_min_blocks() {
+    return sizeof(T) != 4                           ? 1
+           : KH == 1 || (KW <= 8 && KH * KW <= 64) ? DC_TILED_BLOCKS_SMALL
+           : KW <= 24                              ? DC_TILED_BLOCKS_MID
+                                                   : DC_TILED_BLOCKS_WIDE;
+}
 template <typename T, int KH, int KW, int BX, int BY, int PX, int PY, bool CMASK>
-__global__ void __launch_bounds__(BX *BY, sizeof(T) == 4 ? 2 : 1)
+__global__ void __launch_bounds__(BX *BY, dc_tiled_min_blocks<T, KH, KW>())
 distconv_correlate_tiled(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW,
                          i64 offD, i64 offH, i64 offW, int KD, int mode, T cval, int slot,
                          const T *__restrict__ wg) {

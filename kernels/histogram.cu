@@ -10,16 +10,22 @@
 #define DC_BIN_INTEGER 2
 
 // Bin of v (already in the edge type E), or -1 when v falls outside (NaN included).
+// Uniform bins: the bin from (v - lo) * scale is exact when its fractional part lies more than
+// `slack` (from the launcher: the edges' distance from the ideal grid plus this arithmetic's
+// rounding, in bins) from both ends; only values that close to an edge look the edges up.
 template <int BINNING, typename E>
-__device__ __forceinline__ int dc_bin(E v, const E *e, int nbins, E lo, E scale) {
+__device__ __forceinline__ int dc_bin(E v, const E *e, int nbins, E lo, E scale, E slack, E first, E last) {
     if (BINNING == DC_BIN_INTEGER) {
         return (v >= E(0) && v < E(nbins)) ? int(v) : -1;
     }
-    if (!(v >= e[0] && v <= e[nbins])) return -1;
+    if (!(v >= first && v <= last)) return -1;
     int b;
     if (BINNING == DC_BIN_UNIFORM) {
-        b = int((v - lo) * scale);
+        const E f = (v - lo) * scale;
+        b = int(f);
         b = b < 0 ? 0 : (b > nbins - 1 ? nbins - 1 : b);
+        const E r = f - E(b);
+        if (r > slack && r < E(1) - slack) return b;
         while (b > 0 && v < e[b]) --b;
         while (b < nbins - 1 && v >= e[b + 1]) ++b;
     } else {  // largest b with e[b] <= v, clamped to the last (closed) bin
@@ -48,8 +54,8 @@ __device__ __forceinline__ int dc_bin(E v, const E *e, int nbins, E lo, E scale)
 template <typename T, typename E, int BINNING, bool WEIGHTED, typename W, bool SMEM>
 __global__ void __launch_bounds__(DC_BLOCK)
 distconv_histogram(const T *__restrict__ x, i64 n, const E *__restrict__ edges, int nbins, E lo,
-                   E scale, const W *__restrict__ w, unsigned long long *counts, double *sums,
-                   int copies) {
+                   E scale, E slack, const W *__restrict__ w, unsigned long long *counts,
+                   double *sums, int copies) {
     extern __shared__ __align__(16) unsigned char dc_smem_raw[];
     E *se = reinterpret_cast<E *>(dc_smem_raw);
     const int tid = threadIdx.x;
@@ -67,6 +73,7 @@ distconv_histogram(const T *__restrict__ x, i64 n, const E *__restrict__ edges, 
         __syncthreads();
         e = se;
     }
+    const E first = BINNING == DC_BIN_INTEGER ? E(0) : e[0], last = BINNING == DC_BIN_INTEGER ? E(0) : e[nbins];
     const int copy = (tid >> 5) % copies;
     constexpr int UNROLL = (SMEM && sizeof(T) <= 4) ? 8 : 4;  // independent loads in flight
     const i64 stride = (i64)gridDim.x * blockDim.x * UNROLL;
@@ -81,7 +88,7 @@ distconv_histogram(const T *__restrict__ x, i64 n, const E *__restrict__ edges, 
         for (int u = 0; u < UNROLL; ++u) {
             const i64 i = base + (i64)u * blockDim.x;
             if (i >= n) continue;
-            const int b = dc_bin<BINNING, E>(E(v[u]), e, nbins, lo, scale);
+            const int b = dc_bin<BINNING, E>(E(v[u]), e, nbins, lo, scale, slack, first, last);
             if (b < 0) continue;
             if (SMEM) {
                 if (WEIGHTED) atomicAdd(sw + copy * nbins + b, double(w[i]));
@@ -117,9 +124,9 @@ distconv_histogram2d(const T *__restrict__ x, const U *__restrict__ y, i64 n, co
                      int nx, const E *__restrict__ ey, int ny, const W *__restrict__ w,
                      unsigned long long *counts, double *sums) {
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
-        const int bx = dc_bin<DC_BIN_EDGES, E>(E(x[i]), ex, nx, E(0), E(0));
+        const int bx = dc_bin<DC_BIN_EDGES, E>(E(x[i]), ex, nx, E(0), E(0), E(0), ex[0], ex[nx]);
         if (bx < 0) continue;
-        const int by = dc_bin<DC_BIN_EDGES, E>(E(y[i]), ey, ny, E(0), E(0));
+        const int by = dc_bin<DC_BIN_EDGES, E>(E(y[i]), ey, ny, E(0), E(0), E(0), ey[0], ey[ny]);
         if (by < 0) continue;
         if (WEIGHTED) atomicAdd(sums + (i64)bx * ny + by, double(w[i]));
         else atomicAdd(counts + (i64)bx * ny + by, 1ull);

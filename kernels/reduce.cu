@@ -16,8 +16,9 @@ __device__ __forceinline__ T dc_block_reduce(T v, T *warp_part) {
     return v;  // valid in warp 0
 }
 
-// 16-byte vector of Tin (VEC elements), loaded as one instruction.
-template <typename Tin, int VEC> struct alignas(16) dc_pack { Tin v[VEC]; };
+// VEC elements of Tin loaded as one instruction (16 bytes, or one element when VEC is 1: the
+// alignment is the pack's own size, so packs tile the array with no gaps).
+template <typename Tin, int VEC> struct alignas(sizeof(Tin) * VEC) dc_pack { Tin v[VEC]; };
 
 // ---------------------------------------------------------------------------------------------
 // distconv_reduce_all: reduce n elements to one value.

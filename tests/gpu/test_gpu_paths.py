@@ -135,6 +135,22 @@ def test_reductions(cp, rng, name, dtype):
     assert_matches(np.asarray(dc.max(cp.asarray(big)).get()), np.asarray(big.max()))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint8, np.bool_])
+def test_reductions_of_views_that_start_mid_vector(cp, rng, dtype):
+    """A view whose data pointer is not 16-byte aligned is reduced element by element: every
+    element once, nothing past its end (memory around it poisoned)."""
+    from ..test_scan import sample
+
+    a = sample(rng, (40_009,), dtype, "add")
+    for lo, hi in [(1, None), (3, -2), (5, 6), (2, 1029)]:
+        poison_gpu_pool(a.nbytes * 4, value=-7e30)
+        d = cp.asarray(a)[lo:hi]
+        for name in ("sum", "min", "max"):
+            got, ref = getattr(dc, name)(d), getattr(np, name)(a[lo:hi])
+            scale = float(np.abs(a[lo:hi].astype(np.float64)).sum()) if name == "sum" else None
+            assert_matches(np.asarray(got.get()), np.asarray(ref), scale=scale)
+
+
 def test_histograms(cp, rng):
     for dtype in (np.float32, np.float64, np.uint8):
         a = (rng.standard_normal(200_003) * 60).astype(dtype)
@@ -151,6 +167,41 @@ def test_histograms(cp, rng):
     x, y = rng.standard_normal(50_000), rng.standard_normal(50_000)
     (g, _, _), (r, _, _) = both(cp, dc.histogram2d, x, y, bins=(17, 23))
     np.testing.assert_array_equal(g.get(), r)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_histogram_values_on_and_beside_the_edges(cp, rng, dtype):
+    """Uniform bins trust (v - lo) * scale only away from the edges: values exactly on them, one
+    ulp either side, and ranges whose edges sit off the ideal grid (far from zero) must land
+    where numpy puts them."""
+    for bins, rng_ in [(256, (-1.3, 2.9)), (7, (0.0, 1.0)), (200, (1000.0, 1001.0)), (256, None)]:
+        a = (rng.uniform(-2, 3, 100_001) if rng_ is None or rng_[0] < 100 else 1000 + rng.random(100_001)).astype(dtype)
+        e = np.histogram_bin_edges(a, bins=bins, range=rng_).astype(dtype)
+        near = np.concatenate([e, np.nextafter(e, np.inf), np.nextafter(e, -np.inf)]).astype(dtype)
+        # subnormals compare as zero on the GPU (cupy's own x >= 0 too): not numpy's answer
+        near = near[(near == 0) | (np.abs(near) >= np.finfo(dtype).tiny)]
+        a = np.concatenate([a, near, [np.nan] if rng_ else []]).astype(dtype)  # numpy refuses NaN without range
+        rng.shuffle(a)
+        (got, ge), (ref, re) = both(cp, dc.histogram, a, bins=bins, range=rng_)
+        np.testing.assert_array_equal(got.get(), ref)
+        np.testing.assert_array_equal(ge, re)
+
+
+def test_histogram_unaligned_views_sizes_and_integer_bins(cp, rng):
+    """Views that start mid-vector, odd sizes, integer bins (bincount) of every element size."""
+    base = rng.standard_normal(10_007).astype(np.float32)
+    xd = cp.asarray(base)
+    for lo, hi in [(0, None), (1, None), (3, -2), (5, 6), (7, 7), (2, 40), (0, 1001)]:
+        got, _ = dc.histogram(xd[lo:hi], bins=33, range=(-2.0, 2.0))
+        np.testing.assert_array_equal(got.get(), np.histogram(base[lo:hi], bins=33, range=(-2.0, 2.0))[0])
+    for dtype in (np.uint8, np.int32, np.int64, np.bool_):
+        b = rng.integers(0, 2 if dtype == np.bool_ else 200, 50_011).astype(dtype)
+        for lo in (0, 1, 3):
+            got = dc.bincount(cp.asarray(b)[lo:], minlength=256)
+            np.testing.assert_array_equal(got.get(), np.bincount(b[lo:], minlength=256))
+    edges = np.sort(rng.uniform(-2, 2, 100))
+    got, _ = dc.histogram(xd[1:], bins=edges)
+    np.testing.assert_array_equal(got.get(), np.histogram(base[1:], bins=edges)[0])
 
 
 @pytest.mark.parametrize("K", [1, 7, 64, 1024])

@@ -30,7 +30,20 @@ def _weights(weights, n):
     return w, ctype(w.dtype)
 
 
-def _launch(x, edges_dev, E, nbins, binning, lo, scale, weights):
+def _slack(edges: np.ndarray, E) -> float:
+    """How far, in bins, (v - lo) * scale computed in E may sit from where the edges really cut:
+    the edges' distance from the ideal grid (in extended precision: a float64 "ideal" rounds as
+    the edges do and would hide it) plus a few roundings of the arithmetic. The kernel trusts
+    the formula only further than this from a bin's ends (kernels/histogram.cu dc_bin)."""
+    nbins = len(edges) - 1
+    ld = np.longdouble
+    e = edges.astype(E).astype(ld)
+    exact_scale = ld(nbins) / (e[-1] - e[0])
+    off_grid = float(np.max(np.abs((e - e[0]) * exact_scale - np.arange(nbins + 1, dtype=ld))))
+    return min(0.5, off_grid + 8 * float(np.finfo(E).eps) * (nbins + 1))
+
+
+def _launch(x, edges_dev, E, nbins, binning, lo, scale, slack, weights):
     import cupy
 
     n = x.size
@@ -47,7 +60,7 @@ def _launch(x, edges_dev, E, nbins, binning, lo, scale, weights):
     fn = loader.function("histogram", name, smem)
     if n:
         fn((_grid(n),), (BLOCK,), (x, np.int64(n), edges_dev, np.int32(nbins), E.type(lo), E.type(scale),
-                                 w if weighted else np.uint64(0), counts, sums, np.int32(copies)),
+                                 E.type(slack), w if weighted else np.uint64(0), counts, sums, np.int32(copies)),
            shared_mem=smem)
     return sums if weighted else counts.view(np.int64)
 
@@ -63,7 +76,8 @@ def counts(block, edges: np.ndarray, uniform: bool, weights=None):
     lo = float(edges[0])
     scale = nbins / (float(edges[-1]) - lo)
     binning = loader.define("DC_BIN_UNIFORM" if uniform else "DC_BIN_EDGES")
-    return _launch(x, e, E, nbins, binning, lo, scale, weights)
+    slack = _slack(edges, E) if uniform else 0.0
+    return _launch(x, e, E, nbins, binning, lo, scale, slack, weights)
 
 
 @guard_memory
@@ -73,7 +87,7 @@ def bincount(block, nbins: int, weights=None):
     x = cupy.ascontiguousarray(block).ravel()
     E = np.dtype(np.float64)
     return _launch(x, device_constant(np.zeros(1, dtype=E)), E, nbins, loader.define("DC_BIN_INTEGER"),
-                   0.0, 0.0, weights)
+                   0.0, 0.0, 0.0, weights)
 
 
 @guard_memory
