@@ -70,8 +70,9 @@ __device__ __forceinline__ void dc_store4(double *o, double a, double b, double 
 // Blocks per SM the float build is made for, which caps its registers at 65536 / (256 x n): more
 // blocks, more tiles' copies in flight per SM (NOTES.md, "Kernels to the roofline": 2 -> 4 took
 // conv2d_3x3 from 54 to 70 % of copy). The steps are the largest that compile without spills
-// over a sweep of mask shapes up to 32 x 32 (rows of one, or up to 64 taps at most 8 wide: 4;
-// up to 24 wide: 3; wider: 2); double keeps one.
+// over a sweep of 420 mask shapes up to 32 x 32 on sm_90 (rows of one, or up to 64 taps at most
+// 8 wide: 4; up to 24 wide: 3; wider: 2); sm_80's allocator spills at 3 already, so builds
+// before Hopper keep 2; double keeps one.
 #ifndef DC_TILED_BLOCKS_SMALL  // (-D overrides: benchmarks/diagnose_kernels.py)
 #define DC_TILED_BLOCKS_SMALL 4
 #endif
@@ -79,12 +80,19 @@ __device__ __forceinline__ void dc_store4(double *o, double a, double b, double 
 #define DC_TILED_BLOCKS_MID 3
 #endif
 #define DC_TILED_BLOCKS_WIDE 2
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define DC_TILED_PRE_HOPPER 1  // (a #if, never both values in one compile: the loader reads one)
+#endif
 template <typename T, int KH, int KW>
 constexpr int dc_tiled_min_blocks() {
+#ifdef DC_TILED_PRE_HOPPER
+    return sizeof(T) != 4 ? 1 : DC_TILED_BLOCKS_WIDE;  // sm_80 spills at the larger steps (sweep)
+#else
     return sizeof(T) != 4                           ? 1
            : KH == 1 || (KW <= 8 && KH * KW <= 64) ? DC_TILED_BLOCKS_SMALL
            : KW <= 24                              ? DC_TILED_BLOCKS_MID
                                                    : DC_TILED_BLOCKS_WIDE;
+#endif
 }
 template <typename T, int KH, int KW, int BX, int BY, int PX, int PY, bool CMASK>
 __global__ void __launch_bounds__(BX *BY, dc_tiled_min_blocks<T, KH, KW>())

@@ -3,19 +3,18 @@ missing), cut to a region, planned into compute chunks and, on GPU workers, move
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import dask.array as da
 import numpy as np
 
 from ..graph import storage
+from ..graph.location import Location
 from .spec import Workflow, WorkflowError
 
 
 def ensure_input(wf: Workflow):
     """Write the synthetic input when it is asked for and missing; refuse a missing input."""
     inp = wf.input
-    if not Path(inp["path"]).exists():
+    if not Location(inp["path"]).exists():
         lazy = _synthetic(wf)
         if "variable" in inp:
             import warnings
@@ -33,7 +32,7 @@ def lazy_input(wf: Workflow):
     but metadata and coordinates. A synthetic input not written yet is its lazy definition,
     so a workflow can be checked whole before anything runs."""
     inp = wf.input
-    if not Path(inp["path"]).exists():
+    if not Location(inp["path"]).exists():
         arr = _synthetic(wf)
         if "variable" in inp:
             arr = arr[inp["variable"]]

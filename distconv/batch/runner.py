@@ -4,9 +4,9 @@ write each block once (storage-aligned, behind a completion marker), summarize."
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from ..graph import ownership, storage, storage_job
+from ..graph.location import Location, basename
 from . import direct
 from .inputs import ensure_input, open_input
 from .outputs import histogram_output, jsonable, write_histogram
@@ -29,7 +29,7 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     """Run a checked workflow on ``client`` (or the local scheduler); returns the summary."""
     overwrite = wf.overwrite if overwrite is None else overwrite
     preflight(wf, overwrite, resume)
-    out_path = Path(wf.outputs["path"])
+    out_path = wf.outputs["path"]
     if wf.kind == "bovw":
         from .bovw import run_bovw
 
@@ -52,7 +52,7 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
         resume = ownership.claim(str(out_path), overwrite, resume)
         overwrite = False
         array_path = storage.write_dataset_frame(str(out_path), arr, attrs)
-        ownership.record_entries(str(out_path), [Path(array_path).name, *map(str, arr.coords)])
+        ownership.record_entries(str(out_path), [basename(array_path), *map(str, arr.coords)])
         attrs, dims = {k: jsonable(v) for k, v in arr.attrs.items()}, list(map(str, arr.dims))
     job = storage.store(data, array_path, storage_chunks=storage_chunks,
                         codec=wf.outputs.get("codec", "zstd"), overwrite=overwrite and not resume,
@@ -97,7 +97,7 @@ def _run_direct(wf, client, gpu, overwrite, resume, progress, t0):
     out_path = wf.outputs["path"]
     resuming = ownership.claim(out_path, overwrite, resume)
     attrs = {"distconv": {"workflow": wf.name, "steps": [[o, jsonable(p)] for o, p in wf.steps]}}
-    if not (resuming and Path(out_path, "zarr.json").exists()):
+    if not (resuming and Location(out_path).child("zarr.json").exists()):
         storage_job.create_output(out_path, src.shape, src.dtype, job.layout, attrs)
     done = ownership.written_blocks(out_path) if resuming else set()
     row_bytes = src.nbytes // max(src.shape[0], 1)

@@ -20,6 +20,7 @@ from pathlib import Path
 import yaml
 
 from ..graph import ownership, storage
+from ..graph.location import is_url
 from .steps import UnknownStep, step_function
 
 TOP_KEYS = {"name", "kind", "input", "chunks", "steps", "outputs", "overwrite", "device", "report"}
@@ -58,7 +59,14 @@ def _keys(section: str, got, allowed: set):
 
 
 def _resolve(base: Path, p: str) -> str:
-    return str((base / p).resolve())
+    """A local path made absolute against ``base``; a URL (``s3://...``) as written."""
+    return p if is_url(p) else str((base / p).resolve())
+
+
+def _local(key: str, p: str | None):
+    """Refuse a URL where distconv writes a plain local file (reports, histogram files)."""
+    if p is not None and is_url(p):
+        raise WorkflowError(f"{key} is written as a local file; got the URL {p!r}")
 
 
 def load(path) -> Workflow:
@@ -89,7 +97,9 @@ def load(path) -> Workflow:
     if not isinstance(steps, list) or not steps:
         raise WorkflowError("steps must be a non-empty list")
     report = _resolve(base, doc["report"]) if doc.get("report") else None
+    _local("report", report)
     if kind == "bovw":
+        _local("outputs.path", out["path"])
         checked = _check_bovw(inp, steps)
     else:
         checked = _check_array(inp, out, steps, base)
@@ -131,6 +141,7 @@ def _check_array(inp, out, steps, base):
         for k in ("json", "png"):
             if k in out["histogram"]:
                 out["histogram"][k] = _resolve(base, out["histogram"][k])
+                _local(f"outputs.histogram.{k}", out["histogram"][k])
     dims = "variable" in inp
     checked = []
     for i, step in enumerate(steps, 1):

@@ -2,15 +2,16 @@
 
 ``--overwrite`` removes a path only when distconv's owner mark is there and every entry at its
 top level is one distconv writes; anything else (a folder holding user files, a plain file, a
-Zarr store someone else wrote) is refused with a message, never deleted.
+Zarr store someone else wrote) is refused with a message, never deleted. The same rules hold
+on object storage (``s3://...``, graph/location.py).
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import time
-from pathlib import Path
+
+from .location import Location
 
 OWNER = ".distconv-output"        # written first, before any data: "distconv made this"
 COMPLETE = ".distconv-complete"   # written last: the output is whole
@@ -23,30 +24,30 @@ class OutputError(ValueError):
     """An output path distconv may not write to (or may not replace)."""
 
 
-def _inside(child: Path, parent: Path) -> bool:
-    return child == parent or parent in child.parents
+def _inside(child: str, parent: str) -> bool:
+    return child == parent or child.startswith(parent.rstrip("/") + "/")
 
 
 def check_separate(output: str, inputs: dict[str, str]):
     """Refuse an output that is, holds or lies inside an input (``inputs``: key -> path)."""
-    out = Path(output).resolve()
+    out = Location(output).key()
     for key, path in inputs.items():
-        p = Path(path).resolve()
+        p = Location(path).key()
         if out == p:
-            raise OutputError(f"{key} is the input path {str(p)!r}; choose another")
+            raise OutputError(f"{key} is the input path {p!r}; choose another")
         if _inside(p, out):
-            raise OutputError(f"{key} {str(out)!r} holds the input {str(p)!r}; replacing it would "
+            raise OutputError(f"{key} {out!r} holds the input {p!r}; replacing it would "
                               "delete the input: choose a path of its own")
         if _inside(out, p):
-            raise OutputError(f"{key} {str(out)!r} lies inside the input {str(p)!r}; choose a path "
+            raise OutputError(f"{key} {out!r} lies inside the input {p!r}; choose a path "
                               "outside it")
 
 
-def _own_entries(path: Path) -> set:
+def _own_entries(path: Location) -> set:
     """What distconv writes at the top level, plus the entries this output's mark records
     (a dataset output's variable and coordinate arrays)."""
     try:
-        recorded = json.loads((path / OWNER).read_text()).get("entries", [])
+        recorded = json.loads(path.child(OWNER).read_text()).get("entries", [])
     except (OSError, ValueError):
         recorded = []
     return OWN_ENTRIES | set(recorded)
@@ -54,7 +55,7 @@ def _own_entries(path: Path) -> set:
 
 def record_entries(output: str, names):
     """Note in the owner mark that distconv wrote these top-level entries."""
-    mark = Path(output) / OWNER
+    mark = Location(output).child(OWNER)
     doc = json.loads(mark.read_text())
     doc["entries"] = sorted(set(doc.get("entries", [])) | set(map(str, names)))
     mark.write_text(json.dumps(doc))
@@ -62,26 +63,25 @@ def record_entries(output: str, names):
 
 def check_target(output: str, overwrite: bool = False, resume: bool = False, key: str = "outputs.path"):
     """Check, before any work, that ``output`` may be written; raises OutputError otherwise."""
-    p = Path(output)
-    if not p.exists():
-        if p.is_symlink():
-            raise OutputError(f"{key} {output!r} is a dangling link; choose another path")
-        return
-    if not p.is_dir():
+    p = Location(output)
+    if p.is_dangling_link():
+        raise OutputError(f"{key} {output!r} is a dangling link; choose another path")
+    if p.is_file():
         raise OutputError(f"{key} {output!r} exists and is a file; distconv writes a folder there "
                           "and never deletes what it did not create: choose another path")
-    if not any(p.iterdir()):
-        return  # an empty folder: writing there replaces nothing
-    if not (p / OWNER).is_file():
+    names = p.names()
+    if not names:
+        return  # nothing there, or an empty folder: writing there replaces nothing
+    if OWNER not in names or not p.child(OWNER).is_file():
         raise OutputError(f"{key} {output!r} exists and was not written by distconv; distconv "
                           "never deletes what it did not create: choose another path or remove it "
                           "yourself")
     own = _own_entries(p)
-    foreign = sorted(e.name for e in p.iterdir() if e.name not in own)
+    foreign = sorted(n for n in names if n not in own)
     if foreign:
         raise OutputError(f"{key} {output!r} was written by distconv but now also holds "
                           f"{foreign[0]!r}; distconv will not delete it: choose another path")
-    complete = (p / COMPLETE).is_file()
+    complete = COMPLETE in names
     if resume and complete:
         raise OutputError(f"{key} {output!r} is already complete: nothing to resume (pass "
                           "--overwrite to run again)")
@@ -100,18 +100,18 @@ def claim(output: str, overwrite: bool = False, resume: bool = False, key: str =
     ``resume``), create the folder with the owner mark. Returns True when resuming an existing
     output."""
     check_target(output, overwrite, resume, key)
-    p = Path(output)
-    if p.exists() and (p / OWNER).is_file():
+    p = Location(output)
+    if p.child(OWNER).is_file():
         if resume:
             return True
-        shutil.rmtree(p)  # check_target proved it ours and free of foreign entries
-    p.mkdir(parents=True, exist_ok=True)
-    (p / OWNER).write_text(json.dumps({"by": who, "created": time.time()}))
+        p.remove_tree()  # check_target proved it ours and free of foreign entries
+    p.make_dir()
+    p.child(OWNER).write_text(json.dumps({"by": who, "created": time.time()}))
     return False
 
 
 def mark_complete(output: str, info: dict):
-    (Path(output) / COMPLETE).write_text(json.dumps({**info, "finished": time.time()}))
+    Location(output).child(COMPLETE).write_text(json.dumps({**info, "finished": time.time()}))
 
 
 def block_name(extent) -> str:
@@ -121,7 +121,16 @@ def block_name(extent) -> str:
     return "_".join(f"{int(a)}-{int(b)}" for a, b in extent)
 
 
+def block_mark(path: str, name: str) -> Location:
+    """Where a block's write mark lives in the output at ``path``."""
+    return Location(path).child(BLOCKS, name)
+
+
 def written_blocks(path: str) -> set:
     """Names of the blocks an interrupted run already wrote (their per-block marks)."""
-    marks = Path(path) / BLOCKS
-    return {m.name for m in marks.iterdir()} if marks.is_dir() else set()
+    return set(Location(path).child(BLOCKS).names())
+
+
+def drop_block_marks(path: str):
+    """Drop the per-block marks once the whole output is written."""
+    Location(path).child(BLOCKS).remove_tree()

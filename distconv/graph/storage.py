@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import dask.array as da
 import numpy as np
 
 from ..core.arrays import to_host
 from . import ownership
+from .location import Location, join
 
 GPU_CHUNK_BYTES = 2**30  # a GPU task costs ~1 ms of scheduling: kernels must run longer than that
 CPU_CHUNK_BYTES = 64 * 2**20
@@ -20,10 +20,9 @@ def open_array(path: str) -> da.Array:
     """A lazy dask array over a Zarr array."""
     import zarr
 
-    p = Path(path)
-    if not p.exists():
+    if not Location(path).exists():
         raise FileNotFoundError(f"input store {path!r} does not exist")
-    node = zarr.open(str(p), mode="r")
+    node = zarr.open(str(path), mode="r")
     if not hasattr(node, "shape"):
         raise ValueError(f"input {path!r} is a group; name the array with 'variable'")
     return da.from_zarr(node)
@@ -81,21 +80,20 @@ def store(arr: da.Array, path: str, storage_chunks=None, codec: str = "zstd",
     aligned = write_chunks(arr, storage_chunks)
     if aligned != arr.chunks:
         arr = arr.rechunk(aligned)
-    p = Path(path)
-    resuming = ownership.claim(str(p), overwrite, resume)
-    if resuming and (p / "zarr.json").exists():
-        target = zarr.open_array(str(p), mode="r+")
+    p = str(path)
+    resuming = ownership.claim(p, overwrite, resume)
+    if resuming and Location(p).child("zarr.json").exists():
+        target = zarr.open_array(p, mode="r+")
         if target.shape != arr.shape or target.dtype != arr.dtype:
             raise ValueError(f"cannot resume {path!r}: it holds {target.shape} {target.dtype}, "
                              f"the workflow makes {arr.shape} {arr.dtype}")
     else:
-        target = create(str(p), arr.shape, storage, arr.dtype, codec, attrs=attrs, dims=dims)
-    marks = p / ownership.BLOCKS
-    marks.mkdir(parents=True, exist_ok=True)
+        target = create(p, arr.shape, storage, arr.dtype, codec, attrs=attrs, dims=dims)
+    Location(p).child(ownership.BLOCKS).make_dir()
 
     def write(block, block_info=None):
         info = block_info[0]
-        mark = marks / ownership.block_name(info["array-location"])
+        mark = ownership.block_mark(p, ownership.block_name(info["array-location"]))
         if not mark.exists():
             target[tuple(slice(a, b) for a, b in info["array-location"])] = to_host(block)
             mark.touch()
@@ -105,7 +103,7 @@ def store(arr: da.Array, path: str, storage_chunks=None, codec: str = "zstd",
 
     return arr.map_blocks(write, chunks=tuple((1,) * len(c) for c in arr.chunks), dtype=bool,
                           meta=np.empty((0,) * arr.ndim, dtype=bool),
-                          name=f"distconv-store-{tokenize(arr, str(p), resume)}")
+                          name=f"distconv-store-{tokenize(arr, p, resume)}")
 
 
 def write_chunks(arr: da.Array, storage_chunks=None) -> tuple:
@@ -131,9 +129,7 @@ def written_bytes(arr: da.Array, path: str, storage_chunks=None) -> int:
 
 def finish(path: str):
     """Drop the per-block markers once the whole output is written."""
-    import shutil
-
-    shutil.rmtree(Path(path) / ownership.BLOCKS, ignore_errors=True)
+    ownership.drop_block_marks(path)
 
 
 def _aligned(sizes: tuple, step: int) -> list[int]:
@@ -163,7 +159,7 @@ def write_dataset_frame(path: str, result, attrs: dict) -> str:
         z = group.create_array(str(name), shape=values.shape, dtype=values.dtype, overwrite=True,
                                dimension_names=list(coord.dims), attributes=dict(coord.attrs))
         z[...] = values
-    return str(Path(path) / (result.name or "data"))
+    return join(path, str(result.name or "data"))
 
 
 def consolidate(path: str):

@@ -16,7 +16,6 @@ import math
 import queue
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -26,6 +25,7 @@ from ..core.stencil import Stencil
 from ..core.tile import Tile
 from . import ownership, shards
 from .halo import merge_thin
+from .location import Location
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ def run_block(job: Job, i: int):
     """One block end to end, in one of the process's IO_SLOTS. Returns (histogram counts or an
     empty array, seconds per stage: waiting for a slot, decode, upload, kernels, histogram,
     encode, file writes), the stages timed with the GPU synced."""
-    mark = Path(job.dst, ownership.BLOCKS, block_mark(job, i))
+    mark = ownership.block_mark(job.dst, block_mark(job, i))
     if mark.exists() and job.edges is None:
         return np.zeros(0, dtype=np.int64), {}
     clock = _Clock(job.gpu)
@@ -128,7 +128,7 @@ def block_mark(job: Job, i: int) -> str:
     return ownership.block_name([(r0, r1)] + [(0, n) for n in job.layout.shape[1:]])
 
 
-def _run_block(job: Job, i: int, slot: int, mark: Path, clock):
+def _run_block(job: Job, i: int, slot: int, mark, clock):
     r0, r1 = job.row_blocks[i]
     n0 = job.layout.shape[0]
     (lo_h, hi_h) = job.stencil.depth[0]
@@ -302,7 +302,7 @@ def create_output(dst: str, shape, dtype, layout: shards.Layout, attrs: dict):
                           attributes=attrs, overwrite=False)
     if not shards.matches(z.metadata.to_dict(), layout):
         raise RuntimeError(f"zarr wrote a sharding layout distconv cannot write into: {z.metadata}")
-    Path(dst, ownership.BLOCKS).mkdir(exist_ok=True)
+    Location(dst).child(ownership.BLOCKS).make_dir()
     return z
 
 

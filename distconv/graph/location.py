@@ -1,0 +1,98 @@
+"""Where a store lives: a local folder, or a URL fsspec knows (``s3://bucket/key``, ``gs://``,
+``memory://``). One small set of file operations for both, so the ownership marks, the resume
+marks and the checks before a run read the same on object storage as on a disk.
+
+Object stores have no folders: a "folder" exists while a key lies under it, and is created by
+writing one. Listings are not cached (another process may have written since).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from pathlib import Path
+
+
+def is_url(path) -> bool:
+    return "://" in str(path)
+
+
+def join(path, *names) -> str:
+    if is_url(path):
+        return posixpath.join(str(path).rstrip("/"), *names)
+    return str(Path(path, *names))
+
+
+def basename(path) -> str:
+    return posixpath.basename(str(path).rstrip("/")) if is_url(path) else Path(path).name
+
+
+class Location:
+    """A path in a store, local or remote; ``child`` names an entry below it."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        self.url = is_url(path)
+        if self.url:
+            import fsspec
+
+            self.fs, self._key = fsspec.core.url_to_fs(self.path, use_listings_cache=False)
+        else:
+            self.local = Path(path)
+
+    def child(self, *names) -> Location:
+        return Location(join(self.path, *names))
+
+    def exists(self) -> bool:
+        return self.fs.exists(self._key) if self.url else self.local.exists()
+
+    def is_dir(self) -> bool:
+        return self.fs.isdir(self._key) if self.url else self.local.is_dir()
+
+    def is_file(self) -> bool:
+        return self.fs.isfile(self._key) if self.url else self.local.is_file()
+
+    def is_dangling_link(self) -> bool:
+        return not self.url and self.local.is_symlink() and not self.local.exists()
+
+    def names(self) -> list[str]:
+        """Entries directly below (none when it does not exist)."""
+        if self.url:
+            if not self.fs.isdir(self._key):
+                return []
+            return [posixpath.basename(p.rstrip("/")) for p in self.fs.ls(self._key, detail=False)]
+        return [e.name for e in self.local.iterdir()] if self.local.is_dir() else []
+
+    def read_text(self) -> str:
+        return self.fs.cat_file(self._key).decode() if self.url else self.local.read_text()
+
+    def write_text(self, text: str):
+        if self.url:
+            self.fs.pipe_file(self._key, text.encode())
+        else:
+            self.local.write_text(text)
+
+    def touch(self):
+        self.write_text("")
+
+    def make_dir(self):
+        """Local: the folder and its parents. Object storage: nothing (keys make folders)."""
+        if not self.url:
+            self.local.mkdir(parents=True, exist_ok=True)
+
+    def remove_tree(self):
+        """Delete everything at and below this path; nothing when it is absent."""
+        if self.url:
+            if self.fs.exists(self._key):
+                self.fs.rm(self._key, recursive=True)
+        else:
+            import shutil
+
+            shutil.rmtree(self.local, ignore_errors=True)
+
+    def key(self) -> str:
+        """Where it is, comparable with another Location's: an absolute local path, or the
+        URL's protocol and key."""
+        if self.url:
+            proto = self.fs.protocol[0] if isinstance(self.fs.protocol, tuple) else self.fs.protocol
+            return f"{proto}://{self._key.rstrip('/')}"
+        return str(self.local.resolve())
