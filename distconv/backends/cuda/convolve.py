@@ -120,7 +120,9 @@ def _separable2d(tile: Tile, passes: list, mode: str, cval: float, out=None):
     mask = np.concatenate([w0, w1]).astype(T)  # <= 66 values: always a constant-memory slot
     name = loader.template("distconv_separable2d", ctype(T), k0, k1)
     th, tw = loader.define("DC_SEP_TH"), loader.define("DC_SEP_TW")
-    smem = ((th + k0 - 1) * (tw + k1 - 1) + (th + k0 - 1) * tw) * T.itemsize  # kernel header formula
+    px = loader.define("DC_SEP_PX")
+    swp = -(-(tw + k1 - 1) // px) * px
+    smem = (th + k0 - 1) * (swp + tw) * T.itemsize  # kernel header formula
     fn = loader.function("convolve", name, smem)
     src, _keep = dc_tile(tile, gs)
     grid = (-(-oW // tw), min(-(-oH // th), 65535), min(oD, 65535))
