@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+SPY = ""  # --spy MODE:FOLDER: py-spy records each distconv run (MODE gil or idle)
 W5 = (np.arange(25, dtype=np.float64).reshape(5, 5) % 7 - 3) / 10.0
 WIDTH = 32768
 CHUNK = 4096  # (a): 4096 x 4096 float32 = 64 MiB unsharded chunks, as zarr/dask write by default
@@ -58,9 +59,13 @@ def distconv_run(name: str, root: Path, src: Path, steps: list, hist=None) -> di
     p = root / f"{name}.yaml"
     p.write_text(yaml.safe_dump(wf))
     summary = root / f"{name}.json"
+    cmd = [sys.executable, "-m", "distconv.cli", "run", str(p), "--overwrite", "--no-progress", "--json", str(summary)]
+    if SPY:  # sampled stacks of every process of the run, collapsed (flamegraph) format
+        mode, folder = SPY.split(":", 1)
+        cmd = ["py-spy", "record", "--subprocesses", "--rate", "100", "--format", "raw", f"--{mode}",
+               "-o", str(Path(folder, f"{name}-{mode}.txt")), "--"] + cmd
     t = time.perf_counter()
-    res = subprocess.run([sys.executable, "-m", "distconv.cli", "run", str(p), "--overwrite",
-                          "--no-progress", "--json", str(summary)], capture_output=True, text=True)
+    res = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - t
     print(res.stdout[-3000:], res.stderr[-3000:], flush=True)
     if res.returncode:
@@ -121,7 +126,7 @@ def fs_type(path: Path) -> str:
 
 
 def main():
-    global CHUNK, WIDTH
+    global CHUNK, WIDTH, SPY
     import scipy.ndimage as ndi
 
     ap = argparse.ArgumentParser()
@@ -133,8 +138,9 @@ def main():
     ap.add_argument("--chunk", type=int, default=4096, help="storage chunk side of the input")
     ap.add_argument("--cases", default="a,b,chain3", help="which distconv runs (a sweep: a,b)")
     ap.add_argument("--no-anchors", action="store_true", help="skip dask-image and the zarr copy")
+    ap.add_argument("--spy", default="", help="gil:FOLDER or idle:FOLDER: py-spy each distconv run")
     a = ap.parse_args()
-    CHUNK = a.chunk
+    CHUNK, SPY = a.chunk, a.spy
     WIDTH = max(CHUNK, WIDTH * CHUNK // 4096)
     root = Path(a.root)
     root.mkdir(parents=True, exist_ok=True)

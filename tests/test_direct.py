@@ -126,14 +126,34 @@ def test_shard_writer_read_by_plain_zarr_and_read_back(tmp_path, shape, shard):
         shards.write_block(p, layout, x[r0:r0 + 2 * shard[0]], r0, zstd.encode_frames)
     np.testing.assert_array_equal(zarr.open_array(p, mode="r")[...], x)
     rows = min(2 * shard[0], shape[0] - shard[0])
-    frames = shards.read_frames(p, layout, shard[0], rows)
-    flat = zstd.decode_frames(frames, layout.frame_nbytes, np.float32)
-    np.testing.assert_array_equal(shards.from_chunk_major(flat, layout, rows), x[shard[0]:shard[0] + rows])
+    fr = shards.read_frames(p, layout, shard[0], shard[0] + rows)
+    assert not (fr.starts % shards.ALIGN).any()  # frames read in place on a GPU
+    flat = zstd.decode_frames(fr.buf, fr.starts, fr.sizes, layout.frame_nbytes, np.float32)
+    got = shards.from_chunk_major(flat, fr.layout, fr.rows)[shard[0] - fr.row0:shard[0] - fr.row0 + rows]
+    np.testing.assert_array_equal(got, x[shard[0]:shard[0] + rows])
     meta = zarr.open_array(p, mode="r").metadata.to_dict()
     assert shards.layout_of(meta, shape, np.float32) == layout
     for lo, hi in [(0, shape[0]), (1, shape[0] - 2), (shard[0] - 1, shard[0] + 2)]:
         got = shards.read_rows(p, layout, lo, hi, zstd.decode_frames)
         np.testing.assert_array_equal(got, x[lo:hi])
+
+
+def test_shards_written_by_zarr_read_back(tmp_path):
+    """zarr's own sharded zstd arrays (frames not aligned, chunks left out where all fill)
+    read through the direct reader, or None where a chunk is absent."""
+    from distconv.backends.numpy import zstd
+
+    shape, shard, inner = (64, 48), (16, 48), (8, 12)
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    x[16:24] = 0  # one inner-chunk row of fill values: zarr leaves those chunks out
+    p = str(tmp_path / "z.zarr")
+    zarr.create_array(p, shape=shape, shards=shard, chunks=inner, dtype="f4", fill_value=0,
+                      compressors=zarr.codecs.ZstdCodec(level=3))[...] = x
+    layout = shards.layout_of(zarr.open_array(p, mode="r").metadata.to_dict(), shape, np.float32)
+    assert layout == shards.Layout(shape, shard, inner, "<f4")
+    for lo, hi in [(0, 16), (5, 15), (30, 64), (31, 33)]:
+        np.testing.assert_array_equal(shards.read_rows(p, layout, lo, hi, zstd.decode_frames), x[lo:hi])
+    assert shards.read_rows(p, layout, 14, 30, zstd.decode_frames) is None
 
 
 def test_distconv_output_as_input_reads_its_shards(tmp_path, small_blocks):

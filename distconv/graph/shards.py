@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..backends.cuda.zstd import FRAME_ALIGN
+
 INNER_BYTES = 2**20  # ~1 MiB inner chunks: many frames per block for the GPU codec, and
                      # reads that do not decode a whole shard for a small region
 
@@ -87,15 +89,31 @@ def from_chunk_major(flat, layout: Layout, rows: int):
     return arr[(slice(0, rows),) + tuple(slice(0, n) for n in layout.shape[1:])]
 
 
+# Every frame of our shard files starts on a multiple of ALIGN bytes (zero padding between
+# frames; zarr reads by the index), and read buffers keep a file's offsets modulo ALIGN: nvCOMP
+# then decodes the frames where the file read put them, with no per-frame copy.
+ALIGN = FRAME_ALIGN
+_PAD = bytes(ALIGN)
+
+
+def _padded(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
 def shard_bytes(frames: list) -> list:
-    """The pieces of one shard file: the frames, then the index and its crc32c."""
+    """The pieces of one shard file: the frames, each padded to ALIGN bytes, then the index
+    and its crc32c."""
     import google_crc32c
 
-    sizes = np.array([len(memoryview(f).cast("B")) for f in frames], dtype=np.uint64)
-    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.uint64)
-    index = np.stack([offsets, sizes], axis=1).astype("<u8").tobytes()
+    sizes = [len(memoryview(f).cast("B")) for f in frames]
+    padded = np.array([_padded(n) for n in sizes], dtype=np.uint64)
+    offsets = np.concatenate([[0], np.cumsum(padded)[:-1]]).astype(np.uint64)
+    index = np.stack([offsets, np.array(sizes, dtype=np.uint64)], axis=1).astype("<u8").tobytes()
     crc = np.uint32(google_crc32c.value(index)).astype("<u4").tobytes()
-    return [*frames, index, crc]
+    pieces = []
+    for f, n, p in zip(frames, sizes, padded):
+        pieces += [f, _PAD[:int(p) - n]] if p != n else [f]
+    return [*pieces, index, crc]
 
 
 def _pool(kind: str):
@@ -139,23 +157,24 @@ def write_block(path: str, layout: Layout, block, row0: int, encode, lap=None) -
     return written
 
 
-def read_frames(path: str, layout: Layout, row0: int, rows: int) -> list:
-    """The zstd frames of every inner chunk of the shards covering rows row0..row0+rows, in
-    chunk-major order (an absent chunk or shard: None)."""
-    grid = layout.shard_grid(rows)
-    first = row0 // layout.shard[0]
-    frames: list = []
-    for idx in np.ndindex(*grid):
-        frames += _shard_frames(path, layout, (first + idx[0],) + idx[1:])
-    return frames
+@dataclass(frozen=True)
+class Frames:
+    """zstd frames read from shard files into one host buffer: frame i is
+    ``buf[starts[i]:starts[i] + sizes[i]]``; they cover rows ``row0 .. row0 + rows`` in the
+    chunk-major order of ``layout`` (shards one inner-chunk row high)."""
+    buf: np.ndarray
+    starts: np.ndarray
+    sizes: np.ndarray
+    row0: int
+    rows: int
+    layout: Layout
 
 
-def read_rows(path: str, layout: Layout, lo: int, hi: int, decode, lap=None):
-    """Rows lo..hi of a sharded array written in ``layout``, decoding only the inner-chunk rows
-    that cover them, with ``decode`` (backends' decode_frames: on the GPU it returns cupy).
-    None when an inner chunk is absent (zarr leaves chunks of fill values out): read through
-    zarr then. Shard files are read several at once, each once; ``lap(stage)`` is called
-    after the files are read and after the decode."""
+def read_frames(path: str, layout: Layout, lo: int, hi: int, alloc=None) -> Frames | None:
+    """The frames of every inner chunk covering rows lo..hi, each shard file's byte range read
+    straight into one buffer from ``alloc(nbytes)`` (np.empty by default; pinned memory on
+    the GPU path: no per-frame copies), shard files several at once. None when an inner chunk
+    is absent (zarr leaves chunks of fill values out): read through zarr then."""
     c0, per0 = layout.inner[0], layout.per_shard[0]
     k0, k1 = lo // c0, -(-hi // c0)
     # a virtual layout whose "shards" are one inner-chunk row high: frames come in its order
@@ -168,52 +187,76 @@ def read_rows(path: str, layout: Layout, lo: int, hi: int, decode, lap=None):
         r = k % per0
         a, b = inner_rows.get(key, (r, r + 1))
         inner_rows[key] = (min(a, r), max(b, r + 1))
-    shard = dict(zip(inner_rows, _pool("read").map(lambda kv: _shard_frames(path, layout, *kv), inner_rows.items())))
-    frames = []
+    spans = dict(zip(inner_rows, _pool("read").map(lambda kv: _span(path, layout, *kv), inner_rows.items())))
+    if any(sp is None for sp in spans.values()):
+        return None
+    pos, at = 0, {}
+    for key, (_, _, base, end) in spans.items():  # keep each range's offsets modulo ALIGN
+        at[key] = _padded(pos) + base % ALIGN
+        pos = at[key] + end - base
+    buf = (alloc or (lambda n: np.empty(n, np.uint8)))(pos)
+    list(_pool("read").map(lambda key: _read_range(spans[key][0], spans[key][2],
+                                                   buf[at[key]:at[key] + spans[key][3] - spans[key][2]]), spans))
+    starts, sizes = [], []
     for k, key in wanted:
-        start = (k % per0) * per_other
-        frames += shard[key][start:start + per_other]
+        _, index, base, _ = spans[key]
+        j = (k % per0 - inner_rows[key][0]) * per_other
+        part = index[j:j + per_other]
+        if (part[:, 0] == _ABSENT).any():
+            return None
+        starts.append(part[:, 0].astype(np.int64) - base + at[key])
+        sizes.append(part[:, 1].astype(np.int64))
+    return Frames(buf, np.concatenate(starts), np.concatenate(sizes), k0 * c0, (k1 - k0) * c0, rows)
+
+
+def read_rows(path: str, layout: Layout, lo: int, hi: int, decode, lap=None, alloc=None):
+    """Rows lo..hi of a sharded array written in ``layout``, decoding only the inner-chunk rows
+    that cover them, with ``decode`` (backends' decode_frames: on the GPU it returns cupy);
+    ``alloc`` as read_frames. None when an inner chunk is absent. ``lap(stage)`` is called
+    after the files are read and after the decode."""
+    fr = read_frames(path, layout, lo, hi, alloc)
     if lap:
         lap("files")
-    if any(f is None for f in frames):
+    if fr is None:
         return None
-    flat = decode(frames, layout.frame_nbytes, np.dtype(layout.dtype))
-    out = from_chunk_major(flat, rows, (k1 - k0) * c0)
+    flat = decode(fr.buf, fr.starts, fr.sizes, layout.frame_nbytes, np.dtype(layout.dtype))
+    out = from_chunk_major(flat, fr.layout, fr.rows)
     if lap:
         lap("decode")
-    return out[lo - k0 * c0:hi - k0 * c0]
+    return out[lo - fr.row0:hi - fr.row0]
 
 
-def _shard_frames(path: str, layout: Layout, key: tuple, inner_rows: tuple | None = None) -> list:
-    """The frames of one shard file (None: an absent chunk). With ``inner_rows`` = (a, b) only
-    the inner chunks of those rows are read (the index, then one byte range); the others are
-    left None and must not be used."""
+def _span(path: str, layout: Layout, key: tuple, inner_rows: tuple):
+    """(file, index entries of inner-chunk rows inner_rows = (a, b), first byte, end byte) of
+    one shard file: the byte range holding those chunks; None when the file is absent."""
     per = math.prod(layout.per_shard)
     f = Path(path, "c", *map(str, key))
-    if not f.exists():
-        return [None] * per
     nidx = 16 * per + 4
-    with open(f, "rb") as fh:
-        if inner_rows is None or inner_rows == (0, layout.per_shard[0]):
-            data, base, first, last = fh.read(), 0, 0, per
-            index = np.frombuffer(data[-nidx:-4], dtype="<u8").reshape(per, 2)
-        else:
+    try:
+        with open(f, "rb") as fh:
             fh.seek(-nidx, 2)
             index = np.frombuffer(fh.read(nidx)[:-4], dtype="<u8").reshape(per, 2)
-            per_row = per // layout.per_shard[0]
-            first, last = inner_rows[0] * per_row, inner_rows[1] * per_row
-            there = index[first:last][index[first:last, 0] != _ABSENT]
-            base = int(there[:, 0].min()) if len(there) else 0
-            end = int((there[:, 0] + there[:, 1]).max()) if len(there) else 0
-            fh.seek(base)
-            data = fh.read(end - base)
-    mv = memoryview(data)
-    frames: list = [None] * per
-    for j in range(first, last):
-        off, n = int(index[j, 0]), int(index[j, 1])
-        if off != _ABSENT:
-            frames[j] = mv[off - base:off - base + n]
-    return frames
+    except FileNotFoundError:
+        return None
+    per_row = per // layout.per_shard[0]
+    part = index[inner_rows[0] * per_row:inner_rows[1] * per_row]
+    there = part[part[:, 0] != _ABSENT]
+    base = int(there[:, 0].min()) if len(there) else 0
+    end = int((there[:, 0] + there[:, 1]).max()) if len(there) else 0
+    return f, part, base, end
+
+
+def _read_range(f: Path, base: int, dest: np.ndarray) -> None:
+    """Bytes base.. of file ``f`` into ``dest`` (whole), without an intermediate copy."""
+    view = memoryview(dest).cast("B")
+    with open(f, "rb", buffering=0) as fh:
+        fh.seek(base)
+        got = 0
+        while got < len(view):
+            n = fh.readinto(view[got:])
+            if not n:
+                raise OSError(f"{f}: ends before byte {base + len(view)}")
+            got += n
 
 
 _ABSENT = 2**64 - 1  # the index entry of a chunk zarr left out (all fill value)

@@ -181,7 +181,8 @@ def _read(job: Job, rows: tuple, slot: int, clock):
 
         if job.src_layout is not None and gpu_zstd.available():
             decode = functools.partial(gpu_zstd.decode_frames, slot=slot)
-            ext = shards.read_rows(job.src, job.src_layout, lo, hi, decode, clock.lap)
+            alloc = functools.partial(transfer.staging, slot, "frames")  # files read into pinned memory
+            ext = shards.read_rows(job.src, job.src_layout, lo, hi, decode, clock.lap, alloc)
             if ext is not None:
                 return ext
     src = _open(job.src)

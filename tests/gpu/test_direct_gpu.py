@@ -51,3 +51,33 @@ def test_direct_path_on_the_gpu_equals_scipy(tmp_path, monkeypatch, shape, chunk
     np.testing.assert_allclose(zarr.open_array(wf2.outputs["path"], mode="r")[...],
                                ndi.correlate(first, w if len(shape) == 2 else w[None], mode="mirror"),
                                rtol=2e-5, atol=2e-4)
+
+
+@pytest.mark.parametrize("writer", ["distconv", "zarr"])
+def test_nvcomp_reads_shards_in_place_or_gathered(tmp_path, writer):
+    """distconv's shards align every frame (decoded where the file read put it); shards zarr
+    wrote do not (frames moved to aligned places on the device first): both equal zarr's read."""
+    from distconv.backends.cuda import transfer
+    from distconv.backends.cuda import zstd as gpu_zstd
+    from distconv.backends.numpy import zstd as cpu_zstd
+
+    if not gpu_zstd.available():
+        pytest.skip("nvCOMP not installed")
+    shape, shard = (90, 70), (30, 70)
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32).round(2)
+    layout = shards.Layout(shape, shard, (10, 35), "<f4")
+    p = str(tmp_path / "s.zarr")
+    if writer == "distconv":
+        storage_job.create_output(p, shape, np.float32, layout, {})
+        shards.write_block(p, layout, x, 0, cpu_zstd.encode_frames)
+    else:
+        zarr.create_array(p, shape=shape, shards=shard, chunks=layout.inner, dtype="f4",
+                          compressors=zarr.codecs.ZstdCodec(level=3))[...] = x
+        assert shards.layout_of(zarr.open_array(p, mode="r").metadata.to_dict(), shape, np.float32) == layout
+    fr = shards.read_frames(p, layout, 0, shape[0])
+    assert (fr.starts % shards.ALIGN).any() == (writer == "zarr")
+    for lo, hi in [(0, 90), (7, 52), (29, 31)]:
+        poison_gpu_pool(1 << 24)
+        got = shards.read_rows(p, layout, lo, hi, gpu_zstd.decode_frames,
+                               alloc=lambda n: transfer.staging("test", "frames", n))
+        np.testing.assert_array_equal(got.get(), x[lo:hi])

@@ -14,7 +14,7 @@ import re
 import threading
 from pathlib import Path
 
-PATTERNS = ("convolve", "rank", "scan", "reduce", "histogram", "kmeans", "transpose")
+PATTERNS = ("convolve", "rank", "scan", "reduce", "histogram", "kmeans", "transpose", "zstd")
 _INCLUDE = re.compile(r'^#include "([\w.]+)"\s*$', re.M)
 _OPTIONS = ("-std=c++17", "-DNDEBUG")
 

@@ -12,7 +12,14 @@ import threading
 
 import numpy as np
 
+from . import loader
+
 _LOCAL = threading.local()
+# where frames start for the decoder to read them in place (nvCOMP's zstd wants 8; 16 is its
+# bound for every format), in device buffers and in distconv's shard files
+FRAME_ALIGN = loader.define("DC_FRAME_ALIGN")
+_PACK = "distconv_pack_frames"
+INSTANTIATIONS = [_PACK]
 
 
 def available() -> bool:
@@ -51,52 +58,90 @@ _LOCK = threading.Lock()
 
 def encode_frames(block, frame_nbytes: int, slot=None) -> list:
     """``block`` (contiguous cupy) cut into frames of ``frame_nbytes``, compressed on the GPU in
-    one batch, packed on the device and moved to pinned host memory (the I/O ``slot``'s
-    staging buffer when given) in one copy; returns memoryviews of the frames in order, valid
-    until that slot's next block."""
+    one batch into fixed-capacity places of one buffer, packed on the device (each frame on a
+    FRAME_ALIGN boundary) and moved to pinned host memory (the I/O ``slot``'s staging buffer
+    when given) in one copy; returns memoryviews of the frames in order, valid until that
+    slot's next block."""
     import cupy
     from nvidia import nvcomp
 
     from .transfer import staging, to_host
 
+    codec = _codec(slot)
     raw = cupy.ascontiguousarray(block).view(cupy.uint8).reshape(-1)
-    offsets = list(range(0, raw.size, frame_nbytes))
-    sizes = [min(frame_nbytes, raw.size - o) for o in offsets]
-    stream = cupy.cuda.get_current_stream().ptr
-    encoded = _codec(slot).encode(nvcomp.as_arrays(raw, offsets, sizes, cuda_stream=stream))
-    views = [cupy.asarray(encoded[i]).view(cupy.uint8).reshape(-1) for i in range(len(offsets))]
-    lengths = [v.size for v in views]
-    packed = cupy.concatenate(views)
+    n = -(-raw.size // frame_nbytes)
+    sizes = [min(frame_nbytes, raw.size - i * frame_nbytes) for i in range(n)]
+    cap = _capacity(codec, frame_nbytes)
+    places = cupy.empty(n * cap, dtype=cupy.uint8)
+    stream = cupy.cuda.get_current_stream()
+    srcs = nvcomp.as_arrays(raw, [i * frame_nbytes for i in range(n)], sizes, cuda_stream=stream.ptr)
+    outs = nvcomp.as_arrays(places, [i * cap for i in range(n)], [cap] * n, cuda_stream=stream.ptr)
+    encoded = codec.encode(srcs, out=outs)
+    stream.synchronize()  # here, without the GIL: reading the sizes would wait holding it
+    lengths = np.asarray(encoded.buffer_sizes, dtype=np.int64)
+    padded = -(-lengths // FRAME_ALIGN) * FRAME_ALIGN
+    starts = np.concatenate([[0], np.cumsum(padded)[:-1]]).astype(np.int64)
+    packed = cupy.empty(max(int(padded.sum()), 1), dtype=cupy.uint8)
+    _pack(places, np.arange(n, dtype=np.int64) * cap, packed, starts, lengths)
     out = None if slot is None else staging(slot, "encoded", packed.size)
     host = memoryview(to_host(packed, out).reshape(-1))
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    return [host[int(a):int(a) + n] for a, n in zip(starts, lengths)]
+    return [host[a:a + m] for a, m in zip(starts.tolist(), lengths.tolist())]
 
 
-def decode_frames(frames: list, frame_nbytes: int, dtype, slot=None):
-    """Host frames -> one contiguous device array of ``dtype``: the frames gathered into pinned
-    memory (16-byte aligned), one upload, one batched decode straight into place."""
+def _capacity(codec, frame_nbytes: int) -> int:
+    """Bytes set aside per compressed frame: nvCOMP's bound, rounded up to FRAME_ALIGN."""
     import cupy
     from nvidia import nvcomp
 
-    from .transfer import pinned_empty, staging
+    key = (id(codec), frame_nbytes)
+    if key not in _CAPACITY:
+        probe = cupy.empty(frame_nbytes, dtype=cupy.uint8)
+        bound = codec.get_max_comp_buffer_size(nvcomp.as_array(probe))
+        _CAPACITY[key] = -(-int(bound) // FRAME_ALIGN) * FRAME_ALIGN
+    return _CAPACITY[key]
 
-    sizes = [len(memoryview(f).cast("B")) for f in frames]
-    aligned = np.zeros(len(frames), dtype=np.int64)
-    pos = 0
-    for i, n in enumerate(sizes):  # 16-byte aligned starts, as the decoder wants
-        aligned[i] = pos
-        pos += (n + 15) // 16 * 16
-    host = pinned_empty(max(pos, 1), np.uint8) if slot is None else staging(slot, "frames", max(pos, 1))
-    for f, a, n in zip(frames, aligned, sizes):
-        host[a:a + n] = np.frombuffer(f, dtype=np.uint8)
-    src = cupy.empty(host.size, dtype=cupy.uint8)
-    src.set(host)
-    out = cupy.empty(len(frames) * frame_nbytes, dtype=cupy.uint8)
+
+_CAPACITY: dict = {}
+
+
+def _pack(src, src_off, dst, dst_off, nbytes) -> None:
+    """Frames moved between FRAME_ALIGN-aligned places on the device (kernels/zstd.cu)."""
+    import cupy
+
+    nframes = len(nbytes)
+    if not nframes:
+        return
+    assert not (src_off % FRAME_ALIGN).any() and not (dst_off % FRAME_ALIGN).any()
+    args = (src, cupy.asarray(src_off), dst, cupy.asarray(dst_off), cupy.asarray(nbytes), np.int64(nframes))
+    threads = loader.define("DC_PACK_THREADS")
+    loader.function("zstd", _PACK)((min(nframes, 65535),), (threads,), args)
+
+
+def decode_frames(buf, starts, sizes, frame_nbytes: int, dtype, slot=None):
+    """Frames ``buf[starts[i]:starts[i] + sizes[i]]`` (host; pinned for full speed) -> one
+    contiguous device array of ``dtype``: one upload of the whole buffer and one batched decode
+    reading the frames in place. Frames that do not start where the decoder reads them (shards
+    not written by distconv) are first copied to aligned places on the device."""
+    import cupy
+    from nvidia import nvcomp
+
+    codec = _codec(slot)
+    src = cupy.empty(max(buf.size, 1), dtype=cupy.uint8)
+    src[:buf.size].set(buf)
+    starts = np.asarray(starts, dtype=np.int64)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    if (starts % FRAME_ALIGN).any():
+        padded = (sizes + FRAME_ALIGN - 1) // FRAME_ALIGN * FRAME_ALIGN
+        moved = np.concatenate([[0], np.cumsum(padded)[:-1]]).astype(np.int64)
+        dense = cupy.empty(max(int(padded.sum()), 1), dtype=cupy.uint8)
+        for a, b, n in zip(starts.tolist(), moved.tolist(), sizes.tolist()):
+            dense[b:b + n] = src[a:a + n]
+        src, starts = dense, moved
+    out = cupy.empty(len(starts) * frame_nbytes, dtype=cupy.uint8)
     stream = cupy.cuda.get_current_stream().ptr
-    srcs = nvcomp.as_arrays(src, [int(a) for a in aligned], sizes, cuda_stream=stream)
-    dsts = nvcomp.as_arrays(out, [i * frame_nbytes for i in range(len(frames))],
-                            [frame_nbytes] * len(frames), cuda_stream=stream)
-    res = _codec(slot).decode(srcs, out=dsts)
+    srcs = nvcomp.as_arrays(src, starts.tolist(), sizes.tolist(), cuda_stream=stream)
+    dsts = nvcomp.as_arrays(out, [i * frame_nbytes for i in range(len(starts))],
+                            [frame_nbytes] * len(starts), cuda_stream=stream)
+    res = codec.decode(srcs, out=dsts)
     res.buffer_sizes  # waits for the decode (see nvcomp.BatchArray)
     return out.view(dtype)

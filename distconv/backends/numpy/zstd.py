@@ -30,12 +30,14 @@ def encode_frames(block, frame_nbytes: int) -> list:
     return list(_pool().map(codec.encode, frames))
 
 
-def decode_frames(frames: list, frame_nbytes: int, dtype):
-    """Frames back into one contiguous 1-D array of ``dtype`` (each frame ``frame_nbytes``)."""
+def decode_frames(buf, starts, sizes, frame_nbytes: int, dtype):
+    """Frames ``buf[starts[i]:starts[i] + sizes[i]]`` back into one contiguous 1-D array of
+    ``dtype`` (each frame decodes to ``frame_nbytes``)."""
     from numcodecs import Zstd
 
     codec = Zstd()
-    out = np.empty(len(frames) * frame_nbytes, dtype=np.uint8)
-    views = [out[i * frame_nbytes:(i + 1) * frame_nbytes] for i in range(len(frames))]
-    list(_pool().map(lambda fv: codec.decode(fv[0], out=fv[1]), zip(frames, views)))
+    out = np.empty(len(starts) * frame_nbytes, dtype=np.uint8)
+    jobs = [(buf[int(a):int(a) + int(n)], out[i * frame_nbytes:(i + 1) * frame_nbytes])
+            for i, (a, n) in enumerate(zip(starts, sizes))]
+    list(_pool().map(lambda fv: codec.decode(fv[0], out=fv[1]), jobs))
     return out.view(dtype)
