@@ -12,6 +12,7 @@ import yaml
 import zarr
 
 from distconv import batch
+from distconv.backends.cuda.zstd import FRAME_ALIGN
 from distconv.batch import direct
 from distconv.graph import ownership, shards, storage, storage_job
 
@@ -127,7 +128,7 @@ def test_shard_writer_read_by_plain_zarr_and_read_back(tmp_path, shape, shard):
     np.testing.assert_array_equal(zarr.open_array(p, mode="r")[...], x)
     rows = min(2 * shard[0], shape[0] - shard[0])
     fr = shards.read_frames(p, layout, shard[0], shard[0] + rows)
-    assert not (fr.starts % shards.ALIGN).any()  # frames read in place on a GPU
+    assert not (fr.starts % FRAME_ALIGN).any()  # frames read in place on a GPU
     flat = zstd.decode_frames(fr.buf, fr.starts, fr.sizes, layout.frame_nbytes, np.float32)
     got = shards.from_chunk_major(flat, fr.layout, fr.rows)[shard[0] - fr.row0:shard[0] - fr.row0 + rows]
     np.testing.assert_array_equal(got, x[shard[0]:shard[0] + rows])

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..backends.cuda.zstd import FRAME_ALIGN
+from ..backends.cuda.zstd import FRAME_ALIGN, aligned_up
 
 INNER_BYTES = 2**20  # ~1 MiB inner chunks: many frames per block for the GPU codec, and
                      # reads that do not decode a whole shard for a small region
@@ -89,24 +89,19 @@ def from_chunk_major(flat, layout: Layout, rows: int):
     return arr[(slice(0, rows),) + tuple(slice(0, n) for n in layout.shape[1:])]
 
 
-# Every frame of our shard files starts on a multiple of ALIGN bytes (zero padding between
-# frames; zarr reads by the index), and read buffers keep a file's offsets modulo ALIGN: nvCOMP
-# then decodes the frames where the file read put them, with no per-frame copy.
-ALIGN = FRAME_ALIGN
-_PAD = bytes(ALIGN)
-
-
-def _padded(n: int) -> int:
-    return -(-n // ALIGN) * ALIGN
+# Every frame of our shard files starts on a multiple of FRAME_ALIGN bytes (zero padding between
+# frames; zarr reads by the index), and read buffers keep a file's offsets modulo FRAME_ALIGN:
+# nvCOMP then decodes the frames where the file read put them, with no per-frame copy.
+_PAD = bytes(FRAME_ALIGN)
 
 
 def shard_bytes(frames: list) -> list:
-    """The pieces of one shard file: the frames, each padded to ALIGN bytes, then the index
+    """The pieces of one shard file: the frames, each padded to FRAME_ALIGN bytes, then the index
     and its crc32c."""
     import google_crc32c
 
     sizes = [len(memoryview(f).cast("B")) for f in frames]
-    padded = np.array([_padded(n) for n in sizes], dtype=np.uint64)
+    padded = aligned_up(np.array(sizes, dtype=np.int64))
     offsets = np.concatenate([[0], np.cumsum(padded)[:-1]]).astype(np.uint64)
     index = np.stack([offsets, np.array(sizes, dtype=np.uint64)], axis=1).astype("<u8").tobytes()
     crc = np.uint32(google_crc32c.value(index)).astype("<u4").tobytes()
@@ -191,8 +186,8 @@ def read_frames(path: str, layout: Layout, lo: int, hi: int, alloc=None) -> Fram
     if any(sp is None for sp in spans.values()):
         return None
     pos, at = 0, {}
-    for key, (_, _, base, end) in spans.items():  # keep each range's offsets modulo ALIGN
-        at[key] = _padded(pos) + base % ALIGN
+    for key, (_, _, base, end) in spans.items():  # keep each range's offsets modulo FRAME_ALIGN
+        at[key] = aligned_up(pos) + base % FRAME_ALIGN
         pos = at[key] + end - base
     buf = (alloc or (lambda n: np.empty(n, np.uint8)))(pos)
     list(_pool("read").map(lambda key: _read_range(spans[key][0], spans[key][2],
@@ -202,8 +197,6 @@ def read_frames(path: str, layout: Layout, lo: int, hi: int, alloc=None) -> Fram
         _, index, base, _ = spans[key]
         j = (k % per0 - inner_rows[key][0]) * per_other
         part = index[j:j + per_other]
-        if (part[:, 0] == _ABSENT).any():
-            return None
         starts.append(part[:, 0].astype(np.int64) - base + at[key])
         sizes.append(part[:, 1].astype(np.int64))
     return Frames(buf, np.concatenate(starts), np.concatenate(sizes), k0 * c0, (k1 - k0) * c0, rows)
@@ -228,7 +221,8 @@ def read_rows(path: str, layout: Layout, lo: int, hi: int, decode, lap=None, all
 
 def _span(path: str, layout: Layout, key: tuple, inner_rows: tuple):
     """(file, index entries of inner-chunk rows inner_rows = (a, b), first byte, end byte) of
-    one shard file: the byte range holding those chunks; None when the file is absent."""
+    one shard file: the byte range holding those chunks; None when the file or one of those
+    chunks is absent (checked before any byte range is read)."""
     per = math.prod(layout.per_shard)
     f = Path(path, "c", *map(str, key))
     nidx = 16 * per + 4
@@ -240,10 +234,9 @@ def _span(path: str, layout: Layout, key: tuple, inner_rows: tuple):
         return None
     per_row = per // layout.per_shard[0]
     part = index[inner_rows[0] * per_row:inner_rows[1] * per_row]
-    there = part[part[:, 0] != _ABSENT]
-    base = int(there[:, 0].min()) if len(there) else 0
-    end = int((there[:, 0] + there[:, 1]).max()) if len(there) else 0
-    return f, part, base, end
+    if (part[:, 0] == _ABSENT).any():
+        return None
+    return f, part, int(part[:, 0].min()), int((part[:, 0] + part[:, 1]).max())
 
 
 def _read_range(f: Path, base: int, dest: np.ndarray) -> None:

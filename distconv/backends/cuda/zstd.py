@@ -18,6 +18,13 @@ _LOCAL = threading.local()
 # where frames start for the decoder to read them in place (nvCOMP's zstd wants 8; 16 is its
 # bound for every format), in device buffers and in distconv's shard files
 FRAME_ALIGN = loader.define("DC_FRAME_ALIGN")
+
+
+def aligned_up(n):
+    """``n`` bytes (an int or an array of them) rounded up to FRAME_ALIGN."""
+    return -(-n // FRAME_ALIGN) * FRAME_ALIGN
+
+
 _PACK = "distconv_pack_frames"
 INSTANTIATIONS = [_PACK]
 
@@ -79,7 +86,7 @@ def encode_frames(block, frame_nbytes: int, slot=None) -> list:
     encoded = codec.encode(srcs, out=outs)
     stream.synchronize()  # here, without the GIL: reading the sizes would wait holding it
     lengths = np.asarray(encoded.buffer_sizes, dtype=np.int64)
-    padded = -(-lengths // FRAME_ALIGN) * FRAME_ALIGN
+    padded = aligned_up(lengths)
     starts = np.concatenate([[0], np.cumsum(padded)[:-1]]).astype(np.int64)
     packed = cupy.empty(max(int(padded.sum()), 1), dtype=cupy.uint8)
     _pack(places, np.arange(n, dtype=np.int64) * cap, packed, starts, lengths)
@@ -97,7 +104,7 @@ def _capacity(codec, frame_nbytes: int) -> int:
     if key not in _CAPACITY:
         probe = cupy.empty(frame_nbytes, dtype=cupy.uint8)
         bound = codec.get_max_comp_buffer_size(nvcomp.as_array(probe))
-        _CAPACITY[key] = -(-int(bound) // FRAME_ALIGN) * FRAME_ALIGN
+        _CAPACITY[key] = aligned_up(int(bound))
     return _CAPACITY[key]
 
 
@@ -105,13 +112,13 @@ _CAPACITY: dict = {}
 
 
 def _pack(src, src_off, dst, dst_off, nbytes) -> None:
-    """Frames moved between FRAME_ALIGN-aligned places on the device (kernels/zstd.cu)."""
+    """Frames moved between FRAME_ALIGN-aligned places on the device (kernels/zstd.cu); every
+    offset is a multiple of FRAME_ALIGN by construction of the callers' layouts."""
     import cupy
 
     nframes = len(nbytes)
     if not nframes:
         return
-    assert not (src_off % FRAME_ALIGN).any() and not (dst_off % FRAME_ALIGN).any()
     args = (src, cupy.asarray(src_off), dst, cupy.asarray(dst_off), cupy.asarray(nbytes), np.int64(nframes))
     threads = loader.define("DC_PACK_THREADS")
     loader.function("zstd", _PACK)((min(nframes, 65535),), (threads,), args)
@@ -131,7 +138,7 @@ def decode_frames(buf, starts, sizes, frame_nbytes: int, dtype, slot=None):
     starts = np.asarray(starts, dtype=np.int64)
     sizes = np.asarray(sizes, dtype=np.int64)
     if (starts % FRAME_ALIGN).any():
-        padded = (sizes + FRAME_ALIGN - 1) // FRAME_ALIGN * FRAME_ALIGN
+        padded = aligned_up(sizes)
         moved = np.concatenate([[0], np.cumsum(padded)[:-1]]).astype(np.int64)
         dense = cupy.empty(max(int(padded.sum()), 1), dtype=cupy.uint8)
         for a, b, n in zip(starts.tolist(), moved.tolist(), sizes.tolist()):
