@@ -92,13 +92,14 @@ def test_resume_writes_only_missing_blocks(tmp_path, small_blocks):
     assert s["resumed_bytes"] == (64 - (r1 - r0)) * 40 * clean.itemsize
 
 
-def test_bad_io_slots_config_is_refused_before_any_work(tmp_path):
+@pytest.mark.parametrize("key", ["distconv.io-slots", "distconv.device-blocks"])
+def test_bad_io_slots_config_is_refused_before_any_work(tmp_path, key):
     import dask
 
     wf = _workflow(tmp_path, (40, 30), (10, 30), [{"op": "gaussian_filter", "sigma": 1.0}])
     for bad in (0, "2", True):
-        with dask.config.set({"distconv.io-slots": bad}):
-            with pytest.raises(batch.WorkflowError, match=r"distconv\.io-slots.*" + repr(bad).replace("'", ".")):
+        with dask.config.set({key: bad}):
+            with pytest.raises(batch.WorkflowError, match=key.replace(".", r"\.") + ".*" + repr(bad).replace("'", ".")):
                 batch.run(wf, progress=False)
     assert not Path(wf.outputs["path"]).exists() and not Path(wf.input["path"]).exists()
 
@@ -137,6 +138,26 @@ def test_shard_writer_read_by_plain_zarr_and_read_back(tmp_path, shape, shard):
     for lo, hi in [(0, shape[0]), (1, shape[0] - 2), (shard[0] - 1, shard[0] + 2)]:
         got = shards.read_rows(p, layout, lo, hi, zstd.decode_frames)
         np.testing.assert_array_equal(got, x[lo:hi])
+
+
+def test_encoded_frames_lie_end_to_end_on_aligned_starts():
+    """The encoders' layout the shard writer relies on (one piece per shard file): frame i at
+    starts[i], a multiple of FRAME_ALIGN, each following the last one's padded end, zero bytes
+    between; every frame a standard zstd frame of its slice of the input (the last one short)."""
+    from numcodecs import Zstd
+
+    from distconv.backends.numpy import zstd
+
+    raw = np.random.default_rng(2).integers(0, 7, 10_007, dtype=np.uint8)
+    buf, starts, sizes = zstd.encode_frames(raw, 1000, FRAME_ALIGN)
+    assert len(starts) == len(sizes) == 11 and not (starts % FRAME_ALIGN).any()
+    ends = starts + -(-sizes // FRAME_ALIGN) * FRAME_ALIGN
+    assert (starts[1:] == ends[:-1]).all() and ends[-1] == buf.size
+    gaps = np.ones(buf.size, bool)
+    for i, (a, n) in enumerate(zip(starts, sizes)):
+        gaps[a:a + n] = False
+        assert Zstd().decode(buf[a:a + n].tobytes()) == raw[1000 * i:1000 * (i + 1)].tobytes()
+    assert not buf[gaps].any()
 
 
 def test_shards_written_by_zarr_read_back(tmp_path):

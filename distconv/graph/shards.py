@@ -91,24 +91,16 @@ def from_chunk_major(flat, layout: Layout, rows: int):
 
 # Every frame of our shard files starts on a multiple of FRAME_ALIGN bytes (zero padding between
 # frames; zarr reads by the index), and read buffers keep a file's offsets modulo FRAME_ALIGN:
-# nvCOMP then decodes the frames where the file read put them, with no per-frame copy.
-_PAD = bytes(FRAME_ALIGN)
+# nvCOMP then decodes the frames where the file read put them, with no per-frame copy. The
+# encoders lay frames out the same way, so a shard's frames are written as one piece.
 
 
-def shard_bytes(frames: list) -> list:
-    """The pieces of one shard file: the frames, each padded to FRAME_ALIGN bytes, then the index
-    and its crc32c."""
+def shard_index(offsets, sizes) -> list:
+    """The tail of a shard file: its index (offset, nbytes per inner chunk) and the crc32c."""
     import google_crc32c
 
-    sizes = [len(memoryview(f).cast("B")) for f in frames]
-    padded = aligned_up(np.array(sizes, dtype=np.int64))
-    offsets = np.concatenate([[0], np.cumsum(padded)[:-1]]).astype(np.uint64)
-    index = np.stack([offsets, np.array(sizes, dtype=np.uint64)], axis=1).astype("<u8").tobytes()
-    crc = np.uint32(google_crc32c.value(index)).astype("<u4").tobytes()
-    pieces = []
-    for f, n, p in zip(frames, sizes, padded):
-        pieces += [f, _PAD[:int(p) - n]] if p != n else [f]
-    return [*pieces, index, crc]
+    index = np.stack([np.asarray(offsets), np.asarray(sizes)], axis=1).astype("<u8").tobytes()
+    return [index, np.uint32(google_crc32c.value(index)).astype("<u4").tobytes()]
 
 
 def _pool(kind: str):
@@ -126,30 +118,39 @@ FILE_THREADS = 8
 _POOLS: dict = {}
 
 
-def write_block(path: str, layout: Layout, block, row0: int, encode, lap=None) -> int:
+def write_block(path: str, layout: Layout, block, row0: int, encode) -> int:
     """Encode ``block`` (rows row0.. of the array, row0 on a shard boundary) with ``encode``
-    (backends' encode_frames) and write its shard files, several at once; returns bytes
-    written. ``lap(stage)`` is called after the encode and after the writes."""
-    frames = encode(chunk_major(block, layout), layout.frame_nbytes)
-    if lap:
-        lap("encode")
-    grid = layout.shard_grid(block.shape[0])
+    and write its shard files (encode_block, then write_encoded); returns bytes written."""
+    return write_encoded(path, layout, encode_block(layout, block, encode), block.shape[0], row0)
+
+
+def encode_block(layout: Layout, block, encode) -> tuple:
+    """``block``'s inner chunks in chunk-major order compressed by ``encode`` (backends'
+    encode_frames, asked for frames on FRAME_ALIGN boundaries): (buf, starts, sizes)."""
+    return encode(chunk_major(block, layout), layout.frame_nbytes, FRAME_ALIGN)
+
+
+def write_encoded(path: str, layout: Layout, encoded: tuple, rows: int, row0: int) -> int:
+    """The shard files of an encoded block of ``rows`` rows from row0, several at once, each
+    written as its frames (one piece: the encoders lay them end to end) and its index;
+    returns bytes written."""
+    buf, starts, sizes = encoded
+    grid = layout.shard_grid(rows)
     per = math.prod(layout.per_shard)
     first = row0 // layout.shard[0]
     keys = [Path(path, "c", str(first + idx[0]), *map(str, idx[1:])) for idx in np.ndindex(*grid)]
     for parent in dict.fromkeys(k.parent for k in keys):
         parent.mkdir(parents=True, exist_ok=True)
 
-    def write(n: int) -> int:
-        pieces = shard_bytes(frames[n * per:(n + 1) * per])
+    def write(n: int) -> int:  # three writes per file: few GIL re-acquires per block
+        a, b = n * per, (n + 1) * per
+        pieces = [buf[starts[a]:starts[b - 1] + aligned_up(sizes[b - 1])],
+                  *shard_index(starts[a:b] - starts[a], sizes[a:b])]
         with open(keys[n], "wb") as f:
             f.writelines(pieces)
         return sum(len(memoryview(p).cast("B")) for p in pieces)
 
-    written = sum(_pool("write").map(write, range(len(keys))))
-    if lap:
-        lap("files")
-    return written
+    return sum(_pool("write").map(write, range(len(keys))))
 
 
 @dataclass(frozen=True)
@@ -202,20 +203,18 @@ def read_frames(path: str, layout: Layout, lo: int, hi: int, alloc=None) -> Fram
     return Frames(buf, np.concatenate(starts), np.concatenate(sizes), k0 * c0, (k1 - k0) * c0, rows)
 
 
-def read_rows(path: str, layout: Layout, lo: int, hi: int, decode, lap=None, alloc=None):
-    """Rows lo..hi of a sharded array written in ``layout``, decoding only the inner-chunk rows
-    that cover them, with ``decode`` (backends' decode_frames: on the GPU it returns cupy);
-    ``alloc`` as read_frames. None when an inner chunk is absent. ``lap(stage)`` is called
-    after the files are read and after the decode."""
+def read_rows(path: str, layout: Layout, lo: int, hi: int, decode, alloc=None):
+    """Rows lo..hi of a sharded array written in ``layout`` (read_frames, then decode_rows);
+    None when an inner chunk is absent."""
     fr = read_frames(path, layout, lo, hi, alloc)
-    if lap:
-        lap("files")
-    if fr is None:
-        return None
-    flat = decode(fr.buf, fr.starts, fr.sizes, layout.frame_nbytes, np.dtype(layout.dtype))
+    return None if fr is None else decode_rows(fr, lo, hi, decode)
+
+
+def decode_rows(fr: Frames, lo: int, hi: int, decode):
+    """Rows lo..hi out of the frames read for them, decoded by ``decode`` (backends'
+    decode_frames: on the GPU it returns cupy)."""
+    flat = decode(fr.buf, fr.starts, fr.sizes, fr.layout.frame_nbytes, np.dtype(fr.layout.dtype))
     out = from_chunk_major(flat, fr.layout, fr.rows)
-    if lap:
-        lap("decode")
     return out[lo - fr.row0:hi - fr.row0]
 
 

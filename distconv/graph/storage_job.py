@@ -6,14 +6,19 @@ travels between workers), moves them to the GPU where the worker has one, runs t
 stencil on a Tile whose halo pieces are views of that one buffer, optionally counts a
 histogram of the result, and writes its own shards (encoded with nvCOMP on the GPU when
 available, else zstd on every CPU core). Reads go through zarr, with the zarrs Rust codec
-pipeline when it is installed. A per-block mark makes a rerun with resume skip finished blocks.
+pipeline when it is installed, or straight from the input's shard files when nvCOMP decodes
+them. A task runs in three stages (read, device, write) and a process keeps IO_SLOTS blocks
+in flight, one at a time on its device, so the stages of different blocks overlap. A
+per-block mark makes a rerun with resume skip finished blocks.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import queue
+import threading
 import uuid
 from dataclasses import dataclass, field
 
@@ -79,26 +84,50 @@ def _open(path: str):
     return zarr.open_array(path, mode="r")
 
 
-# Blocks in flight per worker process. Measured on one H200 of the 2-GPU node (NOTES.md):
-# 1 -> 1.00, 2 -> 1.15, 4 -> 0.81, 8 -> 0.60 GB/s; more blocks only contend for the cores,
-# the PCIe link and the page-locking lock. Each slot owns its pinned staging buffers and codec.
+# Blocks in flight per worker process: a block's task is three stages, read (shard files, or
+# zarr decoding on the CPU, into the slot's pinned staging), device (upload or nvCOMP decode,
+# the stencil, nvCOMP encode, download; DEVICE_BLOCKS at a time) and write (shard files), so
+# the stages of different blocks overlap. Each slot owns its pinned staging buffers and stream.
 # dask config ``distconv.io-slots`` changes it (read once per process, at its first block).
+# Measured: NOTES.md, "End to end, round 4".
 IO_SLOTS = 2
 SLOTS_KEY = "distconv.io-slots"
 
 
 def io_slots() -> int:
     """Blocks in flight per process, from dask config; a bad value raises naming the key."""
+    return _positive(SLOTS_KEY, IO_SLOTS)
+
+
+def device_blocks() -> int:
+    """Blocks in their device stage at once per process, from dask config (as io_slots)."""
+    return _positive(DEVICE_KEY, DEVICE_BLOCKS)
+
+
+def _positive(key: str, default: int) -> int:
+    """A positive integer from dask config ``key``; a bad value raises naming the key."""
     import dask
 
-    n = dask.config.get(SLOTS_KEY, IO_SLOTS)
+    n = dask.config.get(key, default)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"dask config {SLOTS_KEY!r} must be a positive integer, got {n!r}")
+        raise ValueError(f"dask config {key!r} must be a positive integer, got {n!r}")
     return n
+
+
+# The GIL switch interval of a process running blocks. A thread back from a blocking call
+# (a stream wait, a copy, a file read) waits until the thread holding the GIL lets go, up to
+# one interval; the device stage makes ~30 such calls per block. Measured beside a busy
+# Python thread (benchmarks/diagnose_codec.py, H200): nvCOMP encode of 1 GiB 0.29 s at
+# Python's default 5 ms, 0.18 s at 1 ms, 0.16 s at 0.2 ms (= alone).
+SWITCH_INTERVAL_S = 2e-4
 
 
 @functools.cache
 def _slots() -> queue.Queue:
+    """The process's I/O slots, made at its first block (which also sets the switch interval)."""
+    import sys
+
+    sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL_S))
     slots: queue.Queue = queue.Queue()
     for k in range(io_slots()):
         slots.put(k)
@@ -107,8 +136,9 @@ def _slots() -> queue.Queue:
 
 def run_block(job: Job, i: int):
     """One block end to end, in one of the process's IO_SLOTS. Returns (histogram counts or an
-    empty array, seconds per stage: waiting for a slot, decode, upload, kernels, histogram,
-    encode, file writes), the stages timed with the GPU synced."""
+    empty array, seconds per stage: waiting for a slot, reading, waiting for the device,
+    decode or upload, kernels, histogram, encode, file writes), the stages timed with the GPU
+    synced."""
     mark = ownership.block_mark(job.dst, block_mark(job, i))
     if mark.exists() and job.edges is None:
         return np.zeros(0, dtype=np.int64), {}
@@ -133,19 +163,52 @@ def _run_block(job: Job, i: int, slot: int, mark, clock):
     n0 = job.layout.shape[0]
     (lo_h, hi_h) = job.stencil.depth[0]
     lo, hi = max(0, r0 - lo_h), min(n0, r1 + hi_h)
-    ext = _read(job, (lo, r0, r1, hi), slot, clock)
-    halo = ((r0 - lo, hi - r1),) + ((0, 0),) * (ext.ndim - 1)
-    out = job.stencil.func(Tile.extended(ext, halo))
-    del ext
-    clock.lap("compute")
-    counts = np.zeros(0, dtype=np.int64)
-    if job.edges is not None:
-        counts = to_host(backends.counts(out, job.edges, job.uniform))
-        clock.lap("histogram")
-    if not mark.exists():
-        shards.write_block(job.dst, job.layout, out, r0, _encoder(out, slot), clock.lap)
+    fetched = _fetch(job, (lo, r0, r1, hi), slot, clock)
+    write = not mark.exists()
+    with _device_turn(job.gpu, slot, clock):
+        ext = _to_device(job, fetched, lo, hi, clock)
+        halo = ((r0 - lo, hi - r1),) + ((0, 0),) * (ext.ndim - 1)
+        out = job.stencil.func(Tile.extended(ext, halo))
+        del ext, fetched
+        clock.lap("compute")
+        counts = np.zeros(0, dtype=np.int64)
+        if job.edges is not None:
+            counts = to_host(backends.counts(out, job.edges, job.uniform))
+            clock.lap("histogram")
+        if write:
+            encoded = shards.encode_block(job.layout, out, _encoder(out, slot))
+            clock.lap("encode")
+        del out
+    if write:
+        shards.write_encoded(job.dst, job.layout, encoded, r1 - r0, r0)
+        clock.lap("write files")
         mark.touch()
     return counts, clock.laps
+
+
+# Blocks in their device stage at once per process (a dask-cuda worker owns one GPU), each on
+# its slot's stream; dask config ``distconv.device-blocks``. Measured: NOTES.md, round 4.
+DEVICE_BLOCKS = 2
+DEVICE_KEY = "distconv.device-blocks"
+
+
+@contextlib.contextmanager
+def _device_turn(gpu: bool, slot: int, clock):
+    """On a GPU: this block's turn on the device, on its slot's stream, so the device stage of
+    some blocks runs while other slots read and write files."""
+    if not gpu:
+        yield
+        return
+    from ..backends.cuda import transfer
+
+    with _device_gate(), transfer.slot_stream(slot):
+        clock.lap("device wait")
+        yield
+
+
+@functools.cache
+def _device_gate() -> threading.Semaphore:
+    return threading.Semaphore(device_blocks())
 
 
 class _Clock:
@@ -169,22 +232,23 @@ class _Clock:
         self.laps[what] = self.laps.get(what, 0) + n
 
 
-def _read(job: Job, rows: tuple, slot: int, clock):
-    """Rows lo..hi of the input (``rows`` = (lo, r0, r1, hi): the block r0..r1 and its halo):
-    sharded zstd inputs decode on the GPU through nvCOMP when the block goes there; everything
-    else decodes through zarr (zarrs when installed), on a GPU straight into pinned memory (a
-    pageable upload runs at ~1 GB/s there), the halo rows shared with neighbouring blocks."""
+def _fetch(job: Job, rows: tuple, slot: int, clock):
+    """The read stage: rows lo..hi of the input (``rows`` = (lo, r0, r1, hi): the block r0..r1
+    and its halo) on the host, as shards.Frames when the input's shards decode on this GPU
+    through nvCOMP (the files read straight into pinned memory), else as an array decoded by
+    zarr (zarrs when installed; on a GPU straight into pinned memory: a pageable upload runs
+    at ~1 GB/s there), the halo rows shared with neighbouring blocks."""
     lo, r0, r1, hi = rows
     if job.gpu:
         from ..backends.cuda import transfer
         from ..backends.cuda import zstd as gpu_zstd
 
         if job.src_layout is not None and gpu_zstd.available():
-            decode = functools.partial(gpu_zstd.decode_frames, slot=slot)
-            alloc = functools.partial(transfer.staging, slot, "frames")  # files read into pinned memory
-            ext = shards.read_rows(job.src, job.src_layout, lo, hi, decode, clock.lap, alloc)
-            if ext is not None:
-                return ext
+            alloc = functools.partial(transfer.staging, slot, "frames")
+            fr = shards.read_frames(job.src, job.src_layout, lo, hi, alloc)
+            clock.lap("read files")
+            if fr is not None:
+                return fr
     src = _open(job.src)
     shape = (hi - lo,) + src.shape[1:]
     if job.gpu:
@@ -194,9 +258,23 @@ def _read(job: Job, rows: tuple, slot: int, clock):
         host = np.empty(shape, src.dtype)
     clock.count("halos decoded", _EDGES.read(job.run, src, host, rows, job.stencil.depth[0]))
     clock.lap("decode")
+    return host
+
+
+def _to_device(job: Job, fetched, lo: int, hi: int, clock):
+    """The fetched rows where the block runs: frames decoded by nvCOMP, a pinned host array
+    uploaded, or (no GPU) the host array itself."""
+    if isinstance(fetched, shards.Frames):
+        from ..backends.cuda import zstd as gpu_zstd
+
+        ext = shards.decode_rows(fetched, lo, hi, gpu_zstd.decode_frames)
+        clock.lap("decode")
+        return ext
     if not job.gpu:
-        return host
-    ext = transfer.to_device(host, pinned=True)
+        return fetched
+    from ..backends.cuda import transfer
+
+    ext = transfer.to_device(fetched, pinned=True)
     clock.lap("upload")
     return ext
 
@@ -291,7 +369,7 @@ def _encoder(block, slot: int):
             return functools.partial(gpu_zstd.encode_frames, slot=slot)
         from ..backends.cuda import transfer
 
-        return lambda b, n: backends.implementation("zstd", "encode_frames", "numpy")(transfer.to_host(b), n)
+        return lambda b, n, align: backends.implementation("zstd", "encode_frames", "numpy")(transfer.to_host(b), n, align)
     return backends.implementation("zstd", "encode_frames", "numpy")
 
 

@@ -81,3 +81,35 @@ def test_nvcomp_reads_shards_in_place_or_gathered(tmp_path, writer):
         got = shards.read_rows(p, layout, lo, hi, gpu_zstd.decode_frames,
                                alloc=lambda n: transfer.staging("test", "frames", n))
         np.testing.assert_array_equal(got.get(), x[lo:hi])
+
+
+def test_nvcomp_frames_round_trip_with_cpu_zstd():
+    """nvCOMP's frames (through the C API) lie as the CPU encoder lays them (aligned starts,
+    end to end, zero bytes between) and are standard zstd frames numcodecs decodes, the last
+    one short; frames the CPU wrote decode on the GPU; a frame that decodes short raises."""
+    import cupy
+    from numcodecs import Zstd
+
+    from distconv.backends.cuda import zstd as gpu_zstd
+    from distconv.backends.numpy import zstd as cpu_zstd
+
+    if not gpu_zstd.available():
+        pytest.skip("nvCOMP not installed")
+    frame = 65536
+    raw = np.random.default_rng(5).integers(0, 7, 15 * frame + 4099, dtype=np.uint8)
+    poison_gpu_pool(1 << 26)
+    buf, starts, sizes = gpu_zstd.encode_frames(cupy.asarray(raw), frame, 8)
+    assert len(starts) == 16 and not (starts % gpu_zstd.FRAME_ALIGN).any()
+    ends = starts + gpu_zstd.aligned_up(sizes)
+    assert (starts[1:] == ends[:-1]).all() and ends[-1] == buf.size
+    gaps = np.ones(buf.size, bool)
+    for i, (a, n) in enumerate(zip(starts, sizes)):
+        gaps[a:a + n] = False
+        assert Zstd().decode(buf[a:a + n].tobytes()) == raw[i * frame:(i + 1) * frame].tobytes()
+    assert not buf[gaps].any()
+    whole = raw[:15 * frame]
+    cbuf, cstarts, csizes = cpu_zstd.encode_frames(whole, frame, gpu_zstd.FRAME_ALIGN)
+    poison_gpu_pool(1 << 26)
+    np.testing.assert_array_equal(gpu_zstd.decode_frames(cbuf, cstarts, csizes, frame, np.uint8).get(), whole)
+    with pytest.raises(ValueError, match="did not decode"):
+        gpu_zstd.decode_frames(cbuf, cstarts, csizes, 2 * frame, np.uint8)

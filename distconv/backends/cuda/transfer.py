@@ -32,8 +32,25 @@ def staging(slot, name: str, nbytes: int) -> np.ndarray:
     buf = _STAGING.get(key)
     if buf is None or buf.size < nbytes:
         _STAGING.pop(key, None)
-        buf = _STAGING[key] = pinned_empty(max(nbytes, 1), np.uint8)
+        # rounded up by up to 1/8: blocks whose compressed size varies a little reuse one buffer
+        step = 1 << max(0, int(nbytes).bit_length() - 3)
+        buf = _STAGING[key] = pinned_empty(max(-(-nbytes // step) * step, 1), np.uint8)
     return buf[:nbytes]
+
+
+_STREAMS: dict = {}
+
+
+def slot_stream(slot):
+    """A non-blocking CUDA stream of this device for an I/O ``slot`` (use it as a context):
+    the slots' copies, decodes, kernels and encodes may overlap on the GPU, and none waits
+    for work on the legacy default stream."""
+    import cupy
+
+    key = (cupy.cuda.runtime.getDevice(), slot)
+    if key not in _STREAMS:
+        _STREAMS.setdefault(key, cupy.cuda.Stream(non_blocking=True))
+    return _STREAMS[key]
 
 
 def to_device(host: np.ndarray, pinned: bool = False):

@@ -1,20 +1,21 @@
-"""zstd frames of a chunk-major device buffer through nvCOMP (batched, RAW bitstream: standard
-zstd frames that any CPU zstd reads). nvCOMP is optional (the GPU extra ``nvcomp``): without it
-the caller moves the buffer to the host and uses backends/numpy/zstd.py.
+"""zstd frames of a chunk-major device buffer through nvCOMP's batched C API (libnvcomp.py;
+RAW bitstream: standard zstd frames that any CPU zstd reads). nvCOMP is optional (the GPU
+extra ``nvcomp``): without it the caller moves the buffer to the host and uses
+backends/numpy/zstd.py.
 
-Thread safety: one nvCOMP Codec per (device, I/O slot), or per (device, thread) without a slot;
-each waits on the current cupy stream before reading the buffer.
+Both directions enqueue on the current cupy stream and wait on it without the GIL, so other
+threads of the process (file reads and writes of other blocks) run meanwhile. Thread safety:
+nothing is shared between calls but the cached sizes.
 """
 
 from __future__ import annotations
 
-import threading
+import functools
 
 import numpy as np
 
 from . import loader
 
-_LOCAL = threading.local()
 # where frames start for the decoder to read them in place (nvCOMP's zstd wants 8; 16 is its
 # bound for every format), in device buffers and in distconv's shard files
 FRAME_ALIGN = loader.define("DC_FRAME_ALIGN")
@@ -30,85 +31,94 @@ INSTANTIATIONS = [_PACK]
 
 
 def available() -> bool:
-    try:
-        from nvidia import nvcomp  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    from . import libnvcomp
+
+    return libnvcomp.available()
 
 
-def _codec(slot=None):
-    """The nvCOMP codec of this device for an I/O ``slot`` (one block at a time uses a slot, so
-    its codec is never shared by two threads at once), else of this thread. Creating one costs
-    ~0.1 s: per slot there are two per process, per thread there were eight."""
-    import cupy
-    from nvidia import nvcomp
-
-    dev = cupy.cuda.runtime.getDevice()
-    if slot is None:
-        codecs = getattr(_LOCAL, "codecs", None)
-        if codecs is None:
-            codecs = _LOCAL.codecs = {}
-        key = dev
-    else:
-        codecs, key = _BY_SLOT, (dev, slot)
-    with _LOCK:
-        if key not in codecs:
-            codecs[key] = nvcomp.Codec(algorithm="Zstd", bitstream_kind=nvcomp.BitstreamKind.RAW,
-                                       device_id=dev)
-        return codecs[key]
-
-
-_BY_SLOT: dict = {}
-_LOCK = threading.Lock()
-
-
-def encode_frames(block, frame_nbytes: int, slot=None) -> list:
+def encode_frames(block, frame_nbytes: int, align: int = 1, slot=None) -> tuple:
     """``block`` (contiguous cupy) cut into frames of ``frame_nbytes``, compressed on the GPU in
-    one batch into fixed-capacity places of one buffer, packed on the device (each frame on a
-    FRAME_ALIGN boundary) and moved to pinned host memory (the I/O ``slot``'s staging buffer
-    when given) in one copy; returns memoryviews of the frames in order, valid until that
-    slot's next block."""
+    one batch into fixed-capacity places of one buffer, packed on the device and moved to
+    pinned host memory (the I/O ``slot``'s staging buffer when given) in one copy. Returns
+    (buf, starts, sizes): frame i is ``buf[starts[i]:starts[i] + sizes[i]]``, every start a
+    multiple of FRAME_ALIGN (which ``align`` must divide) and the bytes between frames zero,
+    so consecutive frames are one contiguous piece of a shard file. ``buf`` is valid until
+    that slot's next block."""
     import cupy
-    from nvidia import nvcomp
 
+    from . import libnvcomp
     from .transfer import staging, to_host
 
-    codec = _codec(slot)
+    if FRAME_ALIGN % align:
+        raise ValueError(f"align must divide {FRAME_ALIGN}, got {align}")
     raw = cupy.ascontiguousarray(block).view(cupy.uint8).reshape(-1)
     n = -(-raw.size // frame_nbytes)
-    sizes = [min(frame_nbytes, raw.size - i * frame_nbytes) for i in range(n)]
-    cap = _capacity(codec, frame_nbytes)
+    sizes = np.full(n, frame_nbytes, dtype=np.uint64)
+    sizes[-1] = raw.size - (n - 1) * frame_nbytes
+    cap = _capacity(frame_nbytes)
     places = cupy.empty(n * cap, dtype=cupy.uint8)
+    lengths = cupy.empty(n, dtype=cupy.uint64)
+    statuses = cupy.empty(n, dtype=cupy.int32)
+    temp = _temp(False, n, frame_nbytes)
+    # every device array nvCOMP reads stays referenced until the stream is waited on
+    frame_at = np.arange(n, dtype=np.uint64)
+    in_ptrs, in_sizes, out_ptrs = _table(raw.data.ptr + frame_at * frame_nbytes, sizes,
+                                         places.data.ptr + frame_at * cap)
     stream = cupy.cuda.get_current_stream()
-    srcs = nvcomp.as_arrays(raw, [i * frame_nbytes for i in range(n)], sizes, cuda_stream=stream.ptr)
-    outs = nvcomp.as_arrays(places, [i * cap for i in range(n)], [cap] * n, cuda_stream=stream.ptr)
-    encoded = codec.encode(srcs, out=outs)
-    stream.synchronize()  # here, without the GIL: reading the sizes would wait holding it
-    lengths = np.asarray(encoded.buffer_sizes, dtype=np.int64)
+    libnvcomp.compress_async(in_ptrs.data.ptr, in_sizes.data.ptr, frame_nbytes, n, temp.data.ptr,
+                             temp.size, out_ptrs.data.ptr, lengths.data.ptr, statuses.data.ptr, stream.ptr)
+    _check(stream, statuses, "encode")
+    lengths = lengths.get().astype(np.int64)
     padded = aligned_up(lengths)
     starts = np.concatenate([[0], np.cumsum(padded)[:-1]]).astype(np.int64)
     packed = cupy.empty(max(int(padded.sum()), 1), dtype=cupy.uint8)
     _pack(places, np.arange(n, dtype=np.int64) * cap, packed, starts, lengths)
     out = None if slot is None else staging(slot, "encoded", packed.size)
-    host = memoryview(to_host(packed, out).reshape(-1))
-    return [host[a:a + m] for a, m in zip(starts.tolist(), lengths.tolist())]
+    return to_host(packed, out).reshape(-1), starts, lengths
 
 
-def _capacity(codec, frame_nbytes: int) -> int:
-    """Bytes set aside per compressed frame: nvCOMP's bound, rounded up to FRAME_ALIGN."""
+def _table(*columns) -> list:
+    """Per-frame columns (addresses, sizes) as uint64 device arrays, built on the host and
+    uploaded in one copy: no device kernel to compile in a fresh worker process."""
     import cupy
-    from nvidia import nvcomp
 
-    key = (id(codec), frame_nbytes)
-    if key not in _CAPACITY:
-        probe = cupy.empty(frame_nbytes, dtype=cupy.uint8)
-        bound = codec.get_max_comp_buffer_size(nvcomp.as_array(probe))
-        _CAPACITY[key] = aligned_up(int(bound))
-    return _CAPACITY[key]
+    table = cupy.asarray(np.stack([np.asarray(c, dtype=np.uint64) for c in columns]))
+    return [table[k] for k in range(len(columns))]
 
 
-_CAPACITY: dict = {}
+def _check(stream, statuses, what: str) -> None:
+    """Wait for ``stream`` (without the GIL) and raise if any frame's status is not success."""
+    stream.synchronize()
+    bad = np.flatnonzero(statuses.get())
+    if bad.size:
+        raise ValueError(f"nvCOMP zstd {what} failed for {bad.size} frame(s), first: frame {bad[0]}")
+
+
+@functools.cache
+def _capacity(frame_nbytes: int) -> int:
+    """Bytes set aside per compressed frame: nvCOMP's bound, rounded up to FRAME_ALIGN."""
+    from . import libnvcomp
+
+    return aligned_up(libnvcomp.max_compressed_bytes(frame_nbytes))
+
+
+def _temp(decode: bool, n: int, frame_nbytes: int):
+    """nvCOMP's device scratch for a batch of ``n`` frames."""
+    import cupy
+
+    nbytes = _temp_bytes(cupy.cuda.runtime.getDevice(), decode, n, frame_nbytes)
+    return cupy.empty(max(nbytes, 1), dtype=cupy.uint8)
+
+
+@functools.lru_cache(maxsize=64)
+def _temp_bytes(device: int, decode: bool, n: int, frame_nbytes: int) -> int:
+    """(``device`` keys the cache: the sizes are architecture-specific.)"""
+    from . import libnvcomp
+
+    for need in libnvcomp.alignments(decode)[:2]:  # frames in and out start on FRAME_ALIGN
+        if FRAME_ALIGN % need:
+            raise RuntimeError(f"nvCOMP zstd needs {need}-byte alignment; frames align to {FRAME_ALIGN}")
+    return libnvcomp.temp_bytes(decode, n, frame_nbytes)
 
 
 def _pack(src, src_off, dst, dst_off, nbytes) -> None:
@@ -124,31 +134,48 @@ def _pack(src, src_off, dst, dst_off, nbytes) -> None:
     loader.function("zstd", _PACK)((min(nframes, 65535),), (threads,), args)
 
 
-def decode_frames(buf, starts, sizes, frame_nbytes: int, dtype, slot=None):
+def decode_frames(buf, starts, sizes, frame_nbytes: int, dtype):
     """Frames ``buf[starts[i]:starts[i] + sizes[i]]`` (host; pinned for full speed) -> one
-    contiguous device array of ``dtype``: one upload of the whole buffer and one batched decode
-    reading the frames in place. Frames that do not start where the decoder reads them (shards
-    not written by distconv) are first copied to aligned places on the device."""
+    contiguous device array of ``dtype``, each frame decoding to ``frame_nbytes``: one upload
+    of the whole buffer and one batched decode reading the frames in place. Frames that do
+    not start where the decoder reads them (shards not written by distconv) are first packed
+    to aligned places on the device."""
     import cupy
-    from nvidia import nvcomp
 
-    codec = _codec(slot)
+    from . import libnvcomp
+
+    stream = cupy.cuda.get_current_stream()
     src = cupy.empty(max(buf.size, 1), dtype=cupy.uint8)
-    src[:buf.size].set(buf)
+    src[:buf.size].set(buf, stream=stream)
     starts = np.asarray(starts, dtype=np.int64)
     sizes = np.asarray(sizes, dtype=np.int64)
     if (starts % FRAME_ALIGN).any():
-        padded = aligned_up(sizes)
-        moved = np.concatenate([[0], np.cumsum(padded)[:-1]]).astype(np.int64)
-        dense = cupy.empty(max(int(padded.sum()), 1), dtype=cupy.uint8)
-        for a, b, n in zip(starts.tolist(), moved.tolist(), sizes.tolist()):
-            dense[b:b + n] = src[a:a + n]
-        src, starts = dense, moved
-    out = cupy.empty(len(starts) * frame_nbytes, dtype=cupy.uint8)
-    stream = cupy.cuda.get_current_stream().ptr
-    srcs = nvcomp.as_arrays(src, starts.tolist(), sizes.tolist(), cuda_stream=stream)
-    dsts = nvcomp.as_arrays(out, [i * frame_nbytes for i in range(len(starts))],
-                            [frame_nbytes] * len(starts), cuda_stream=stream)
-    res = codec.decode(srcs, out=dsts)
-    res.buffer_sizes  # waits for the decode (see nvcomp.BatchArray)
+        src, starts = _gather(src, starts, sizes)
+    n = len(starts)
+    out = cupy.empty(n * frame_nbytes, dtype=cupy.uint8)
+    decoded = cupy.empty(n, dtype=cupy.uint64)
+    statuses = cupy.empty(n, dtype=cupy.int32)
+    temp = _temp(True, n, frame_nbytes)
+    in_ptrs, in_sizes, capacity, out_ptrs = _table(
+        src.data.ptr + starts.astype(np.uint64), sizes, np.full(n, frame_nbytes),
+        out.data.ptr + np.arange(n, dtype=np.uint64) * frame_nbytes)
+    libnvcomp.decompress_async(in_ptrs.data.ptr, in_sizes.data.ptr, capacity.data.ptr, decoded.data.ptr,
+                               n, temp.data.ptr, temp.size, out_ptrs.data.ptr, statuses.data.ptr, stream.ptr)
+    _check(stream, statuses, "decode")
+    short = np.flatnonzero(decoded.get() != frame_nbytes)
+    if short.size:
+        raise ValueError(f"{short.size} zstd frame(s) did not decode to {frame_nbytes} bytes, first: frame {short[0]}")
     return out.view(dtype)
+
+
+def _gather(src, starts, sizes):
+    """Frames of ``src`` at unaligned ``starts`` copied to FRAME_ALIGN places of a new buffer:
+    (buffer, new starts)."""
+    import cupy
+
+    padded = aligned_up(sizes)
+    moved = np.concatenate([[0], np.cumsum(padded)[:-1]]).astype(np.int64)
+    dense = cupy.empty(max(int(padded.sum()), 1), dtype=cupy.uint8)
+    for a, b, n in zip(starts.tolist(), moved.tolist(), sizes.tolist()):
+        dense[b:b + n] = src[a:a + n]
+    return dense, moved

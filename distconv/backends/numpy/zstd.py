@@ -19,15 +19,26 @@ def _pool() -> ThreadPoolExecutor:
     return _POOL
 
 
-def encode_frames(block, frame_nbytes: int) -> list:
-    """``block`` (contiguous) cut into frames of ``frame_nbytes``, each compressed: a list of
-    bytes-like objects in order."""
+def encode_frames(block, frame_nbytes: int, align: int = 1) -> tuple:
+    """``block`` (contiguous) cut into frames of ``frame_nbytes``, each compressed, then laid
+    end to end in one buffer: (buf, starts, sizes), frame i is ``buf[starts[i]:starts[i] +
+    sizes[i]]``, every start a multiple of ``align`` bytes, zero bytes between, ``buf`` ending
+    at the last frame's padded end (the shard writer passes the GPU decoder's alignment)."""
     from numcodecs import Zstd
 
     codec = Zstd(level=LEVEL)
     raw = np.ascontiguousarray(block).view(np.uint8).reshape(-1)
-    frames = [raw[i:i + frame_nbytes] for i in range(0, raw.size, frame_nbytes)]
-    return list(_pool().map(codec.encode, frames))
+    frames = list(_pool().map(codec.encode, [raw[i:i + frame_nbytes] for i in range(0, raw.size, frame_nbytes)]))
+    sizes = np.array([len(f) for f in frames], dtype=np.int64)
+    padded = -(-sizes // align) * align
+    starts = np.concatenate([[0], np.cumsum(padded)[:-1]]).astype(np.int64)
+    buf = np.zeros(max(int(padded.sum()), 1), dtype=np.uint8)
+
+    def place(i: int) -> None:  # numpy copies without the GIL: the frames move on every core
+        buf[starts[i]:starts[i] + sizes[i]] = np.frombuffer(frames[i], dtype=np.uint8)
+
+    list(_pool().map(place, range(len(frames))))
+    return buf[:int(padded.sum())], starts, sizes
 
 
 def decode_frames(buf, starts, sizes, frame_nbytes: int, dtype):
