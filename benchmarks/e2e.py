@@ -33,6 +33,8 @@ def make_input(path: Path, rows: int):
     from distconv.graph.storage_job import configure_zarr
 
     if (path / "zarr.json").exists():
+        if _shape(path) != (rows, WIDTH):
+            raise SystemExit(f"{path} holds a {_shape(path)} array, not ({rows}, {WIDTH}): pick another --root")
         return
     configure_zarr()
     z = zarr.create_array(str(path), shape=(rows, WIDTH), chunks=(CHUNK, CHUNK), dtype="f4",
@@ -47,6 +49,12 @@ def make_input(path: Path, rows: int):
 
     with ThreadPoolExecutor(8) as ex:
         list(ex.map(slab, range(rows // CHUNK)))
+
+
+def _shape(path: Path) -> tuple | None:
+    """The shape a Zarr v3 array at ``path`` declares, or None when there is none."""
+    meta = path / "zarr.json"
+    return tuple(json.loads(meta.read_text())["shape"]) if meta.exists() else None
 
 
 def distconv_run(name: str, root: Path, src: Path, steps: list, hist=None) -> dict:
@@ -154,7 +162,8 @@ def main():
     conv = lambda v: ndi.correlate(v, W5, mode="reflect")  # noqa: E731
     cases = a.cases.split(",")
     results = {}
-    if "a" in cases or ("b" in cases and not (root / "conv5-a.zarr" / "zarr.json").exists()):  # (b) reads (a)'s output
+    # (b) reads (a)'s output: run (a) unless it is asked for or an (a) output of this size is there
+    if "a" in cases or ("b" in cases and _shape(root / "conv5-a.zarr") != (rows, WIDTH)):
         results["a"] = distconv_run("conv5-a", root, src, [{"op": "correlate", "weights": W5.tolist()}])
         results["a"]["checked"] = check(root / "conv5-a.zarr", src, conv, bands)
     if "b" in cases:

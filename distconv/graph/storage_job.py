@@ -8,8 +8,8 @@ histogram of the result, and writes its own shards (encoded with nvCOMP on the G
 available, else zstd on every CPU core). Reads go through zarr, with the zarrs Rust codec
 pipeline when it is installed, or straight from the input's shard files when nvCOMP decodes
 them. A task runs in three stages (read, device, write) and a process keeps IO_SLOTS blocks
-in flight, one at a time on its device, so the stages of different blocks overlap. A
-per-block mark makes a rerun with resume skip finished blocks.
+in flight, DEVICE_BLOCKS of them at a time on its device, so the stages of different blocks
+overlap. A per-block mark makes a rerun with resume skip finished blocks.
 """
 
 from __future__ import annotations

@@ -55,6 +55,8 @@ def encode_frames(block, frame_nbytes: int, align: int = 1, slot=None) -> tuple:
     n = -(-raw.size // frame_nbytes)
     sizes = np.full(n, frame_nbytes, dtype=np.uint64)
     sizes[-1] = raw.size - (n - 1) * frame_nbytes
+    stride = _stride(frame_nbytes, decode=False)
+    src = raw if stride == frame_nbytes else _spread(raw, frame_nbytes, stride, n)
     cap = _capacity(frame_nbytes)
     places = cupy.empty(n * cap, dtype=cupy.uint8)
     lengths = cupy.empty(n, dtype=cupy.uint64)
@@ -62,7 +64,7 @@ def encode_frames(block, frame_nbytes: int, align: int = 1, slot=None) -> tuple:
     temp = _temp(False, n, frame_nbytes)
     # every device array nvCOMP reads stays referenced until the stream is waited on
     frame_at = np.arange(n, dtype=np.uint64)
-    in_ptrs, in_sizes, out_ptrs = _table(raw.data.ptr + frame_at * frame_nbytes, sizes,
+    in_ptrs, in_sizes, out_ptrs = _table(src.data.ptr + frame_at * stride, sizes,
                                          places.data.ptr + frame_at * cap)
     stream = cupy.cuda.get_current_stream()
     libnvcomp.compress_async(in_ptrs.data.ptr, in_sizes.data.ptr, frame_nbytes, n, temp.data.ptr,
@@ -77,13 +79,46 @@ def encode_frames(block, frame_nbytes: int, align: int = 1, slot=None) -> tuple:
     return to_host(packed, out).reshape(-1), starts, lengths
 
 
-def _table(*columns) -> list:
-    """Per-frame columns (addresses, sizes) as uint64 device arrays, built on the host and
+def _table(*columns, dtype=np.uint64) -> list:
+    """Per-frame columns (addresses, sizes, offsets) as device arrays, built on the host and
     uploaded in one copy: no device kernel to compile in a fresh worker process."""
     import cupy
 
-    table = cupy.asarray(np.stack([np.asarray(c, dtype=np.uint64) for c in columns]))
+    table = cupy.asarray(np.stack([np.asarray(c, dtype=dtype) for c in columns]))
     return [table[k] for k in range(len(columns))]
+
+
+def _stride(frame_nbytes: int, decode: bool) -> int:
+    """Bytes between the starts of uncompressed frames on the device: ``frame_nbytes``, rounded
+    up where nvCOMP needs the frames (its encode input, its decode output) more aligned."""
+    need = _raw_alignment(decode)
+    return -(-frame_nbytes // need) * need
+
+
+@functools.cache
+def _raw_alignment(decode: bool) -> int:
+    """nvCOMP's alignment of uncompressed frames; also checks that the compressed frames'
+    places (FRAME_ALIGN) satisfy it."""
+    from . import libnvcomp
+
+    inp, out, _ = libnvcomp.alignments(decode)
+    compressed, raw = (inp, out) if decode else (out, inp)
+    if FRAME_ALIGN % compressed:
+        raise RuntimeError(f"nvCOMP zstd needs {compressed}-byte alignment; frames align to {FRAME_ALIGN}")
+    return raw
+
+
+def _spread(raw, frame_nbytes: int, stride: int, n: int):
+    """``raw`` cut into ``n`` frames placed ``stride`` bytes apart (one copy; only for frame
+    sizes nvCOMP cannot read in place)."""
+    import cupy
+
+    spread = cupy.empty((n, stride), dtype=cupy.uint8)
+    whole = raw.size // frame_nbytes
+    spread[:whole, :frame_nbytes] = raw[:whole * frame_nbytes].reshape(whole, frame_nbytes)
+    if whole < n:
+        spread[whole, :raw.size - whole * frame_nbytes] = raw[whole * frame_nbytes:]
+    return spread.reshape(-1)
 
 
 def _check(stream, statuses, what: str) -> None:
@@ -115,21 +150,17 @@ def _temp_bytes(device: int, decode: bool, n: int, frame_nbytes: int) -> int:
     """(``device`` keys the cache: the sizes are architecture-specific.)"""
     from . import libnvcomp
 
-    for need in libnvcomp.alignments(decode)[:2]:  # frames in and out start on FRAME_ALIGN
-        if FRAME_ALIGN % need:
-            raise RuntimeError(f"nvCOMP zstd needs {need}-byte alignment; frames align to {FRAME_ALIGN}")
     return libnvcomp.temp_bytes(decode, n, frame_nbytes)
 
 
 def _pack(src, src_off, dst, dst_off, nbytes) -> None:
     """Frames moved between FRAME_ALIGN-aligned places on the device (kernels/zstd.cu); every
     offset is a multiple of FRAME_ALIGN by construction of the callers' layouts."""
-    import cupy
-
     nframes = len(nbytes)
     if not nframes:
         return
-    args = (src, cupy.asarray(src_off), dst, cupy.asarray(dst_off), cupy.asarray(nbytes), np.int64(nframes))
+    src_off, dst_off, nbytes = _table(src_off, dst_off, nbytes, dtype=np.int64)
+    args = (src, src_off, dst, dst_off, nbytes, np.int64(nframes))
     threads = loader.define("DC_PACK_THREADS")
     loader.function("zstd", _PACK)((min(nframes, 65535),), (threads,), args)
 
@@ -152,20 +183,23 @@ def decode_frames(buf, starts, sizes, frame_nbytes: int, dtype):
     if (starts % FRAME_ALIGN).any():
         src, starts = _gather(src, starts, sizes)
     n = len(starts)
-    out = cupy.empty(n * frame_nbytes, dtype=cupy.uint8)
+    stride = _stride(frame_nbytes, decode=True)
+    out = cupy.empty((n, stride), dtype=cupy.uint8)
     decoded = cupy.empty(n, dtype=cupy.uint64)
     statuses = cupy.empty(n, dtype=cupy.int32)
     temp = _temp(True, n, frame_nbytes)
     in_ptrs, in_sizes, capacity, out_ptrs = _table(
         src.data.ptr + starts.astype(np.uint64), sizes, np.full(n, frame_nbytes),
-        out.data.ptr + np.arange(n, dtype=np.uint64) * frame_nbytes)
+        out.data.ptr + np.arange(n, dtype=np.uint64) * stride)
     libnvcomp.decompress_async(in_ptrs.data.ptr, in_sizes.data.ptr, capacity.data.ptr, decoded.data.ptr,
                                n, temp.data.ptr, temp.size, out_ptrs.data.ptr, statuses.data.ptr, stream.ptr)
     _check(stream, statuses, "decode")
     short = np.flatnonzero(decoded.get() != frame_nbytes)
     if short.size:
         raise ValueError(f"{short.size} zstd frame(s) did not decode to {frame_nbytes} bytes, first: frame {short[0]}")
-    return out.view(dtype)
+    if stride != frame_nbytes:  # frames decoded apart (nvCOMP's output alignment): close the gaps
+        out = cupy.ascontiguousarray(out[:, :frame_nbytes])
+    return out.reshape(-1).view(dtype)
 
 
 def _gather(src, starts, sizes):
