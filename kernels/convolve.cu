@@ -4,6 +4,7 @@
 // edges, which are global edges. convolve/correlate1d/separable passes are all this with other
 // masks and offsets (the launcher in distconv/backends/cuda/convolve.py decides).
 #include "common.cuh"
+#include "binning.cuh"
 
 // Masks live in constant memory, DC_MASK_SLOTS per dtype, so chunks running concurrently with
 // different masks do not overwrite each other; distconv/backends/cuda/masks.py hands out the slots.
@@ -188,51 +189,90 @@ __global__ void distconv_correlate_direct(const DcTile src, T *__restrict__ out,
 }
 
 // ---------------------------------------------------------------------------------------------
-// distconv_separable2d: out = (w0 along y) o (w1 along x) applied to one pass over memory.
+// distconv_separable2d: J = (w0 along y) o (w1 along x), then (K2H x K2W > 1) a small correlate
+//   w2 over J, then the result written (BINNING == DC_BIN_NONE) or counted into bins; one pass
+//   over memory however many steps (gaussian -> laplace -> histogram reads its input once and
+//   writes 256 counts).
 // Threads -> data: 256 threads own a TH = 64 row x TW = 64 column output tile of one plane z
 //   (blockIdx.x: column tiles, blockIdx.y: row tiles, grid-stride; blockIdx.z: planes).
+//   J is computed on the tile grown by the second step's reach: JH = TH+K2H-1 rows by
+//   JW = TW+K2W-1 columns (JH x JW = TH x TW without a second step).
 //   Horizontal pass: a thread takes DC_SEP_PX consecutive columns of one staged row at a time
 //   (a register window of PX+K1-1 values read as 16-byte vectors, results stored as vectors).
 //   Vertical pass: a thread takes one column and DC_SEP_PY consecutive rows at a time, a
 //   register window sliding down; a warp covers 32 adjacent columns (coalesced stores).
-// Shared memory (dynamic): the input tile with its halo, SH = TH+K0-1 rows x SWP columns
-//   (TW+K1-1 rounded up to PX elements: rows stay 16-byte aligned), then the horizontal results
-//   SH x TW. Per output ~12-20 bytes of shared-memory reads (was ~90 with one column per
+//   Second step: a thread takes 4 rows x PX columns of the output (16 x 16 threads), a register
+//   window of PX+K2W-1 values per J row, taps in the tiled correlate's order (so the fused
+//   result equals, bit for bit, the two kernels run one after the other).
+// Where J's window leaves J's extent (jH x jW: the first step's result as the unfused chain
+//   would hold it, halo included), its values come from the second step's mode: cval2, or the
+//   copy of the in-extent element that mode maps to, which lies inside the window whenever an
+//   output reads it (the launcher requires jH, jW >= K2H, K2W).
+// Shared memory (dynamic): the input tile with its halo, SH = JH+K0-1 rows x SWP columns
+//   (JWP = JW rounded up to PX, plus the horizontal window's reach: rows stay 16-byte aligned),
+//   then the horizontal results HH x JWP (HH = JH rounded up to PY, plus K0-1); J reuses the
+//   input's space; counting adds, 16-byte aligned after those, the edges ((nbins+1) E, rounded
+//   up to 8 bytes) and `copies` x (nbins+1) uint32 counters. Lane l of every warp counts into
+//   copy l % copies: a filtered field crowds a few bins, and lanes of one warp adding to one
+//   address serialize; the odd stride puts one bin's copies in different banks. The
+//   launcher's formula (convolve.py, _separable_smem and _count_bytes) is this one.
+//   Per output ~12-20 bytes of shared-memory reads for the pair (was ~90 with one column per
 //   thread): the pass was bound by shared-memory bandwidth, not DRAM (NOTES.md).
-// Masks: w0 then w1, K0 + K1 <= 66 values, always in one constant-memory slot.
-// Rounding: the intermediate stays in T, as scipy's chained 1-D filters keep it.
-// Limits: K0, K1 <= 33 (compile time); for mode constant the launcher uses it only when both
-//   masks sum to one (then the order of the two passes does not change the edges).
+// Masks: w0, w1, then w2 row-major (K0+K1+K2H*K2W values), in one constant-memory slot.
+// Rounding: J stays in T, as scipy's chained 1-D filters keep it.
+// Limits: K0, K1 <= 33 (the launcher); for mode constant the launcher uses it only when both
+//   masks sum to one (then the order of the two passes does not change the edges); the second
+//   step's origin is 0 and its mode not wrap; counting: fewer than 2^32 values per bin per block.
 #define DC_SEP_BX 32  // threads per block: DC_SEP_BX x DC_SEP_BY
 #define DC_SEP_BY 8
 #define DC_SEP_TH 64  // output tile: DC_SEP_TH rows x DC_SEP_TW columns per block
 #define DC_SEP_TW 64
 #define DC_SEP_PX 4   // horizontal outputs per thread step (one 16-byte float store)
 #define DC_SEP_PY 8   // vertical outputs per thread step
-template <typename T, int K0, int K1>
+template <typename T, int K0, int K1, int K2H, int K2W, int BINNING, typename E>
 __global__ void __launch_bounds__(DC_SEP_BX *DC_SEP_BY)
 distconv_separable2d(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW, i64 offH,
-                     i64 offW, int mode, T cval, int slot) {
+                     i64 offW, int mode, T cval, int slot, i64 jH, i64 jW, i64 off2H, i64 off2W,
+                     int mode2, T cval2, const E *__restrict__ edges, int nbins, E lo, E scale,
+                     E slack, unsigned long long *counts, int copies) {
     constexpr int NT = DC_SEP_BX * DC_SEP_BY, TH = DC_SEP_TH, TW = DC_SEP_TW;
     constexpr int PX = DC_SEP_PX, PY = DC_SEP_PY, VN = dc_vec16<T>::n;
-    constexpr int SH = TH + K0 - 1, SWP = (TW + K1 - 1 + PX - 1) / PX * PX;
-    constexpr int WN = (PX + K1 - 1 + VN - 1) / VN * VN;  // window, whole vectors
-    static_assert(PX == 4 && TW % PX == 0 && TH % PY == 0, "tile shape");
+    constexpr bool STEP2 = K2H * K2W > 1, COUNT = BINNING != DC_BIN_NONE;
+    constexpr int JH = TH + K2H - 1, JW = TW + K2W - 1, JWP = (JW + PX - 1) / PX * PX;
+    constexpr int WN = (PX + K1 - 1 + VN - 1) / VN * VN;  // horizontal window, whole vectors
+    constexpr int SWP = JWP - PX + WN, SH = JH + K0 - 1;
+    constexpr int NSEG = (JH + PY - 1) / PY, HH = NSEG * PY + K0 - 1;
+    constexpr int P2 = TH * TW / (NT * PX);                // second step: output rows per thread
+    constexpr int WN2 = (PX + K2W - 1 + VN - 1) / VN * VN;
+    static_assert(PX == 4 && TW % PX == 0 && TH % PY == 0 && TH % P2 == 0, "tile shape");
+    static_assert(STEP2 || !COUNT, "counting follows a second step");
     extern __shared__ __align__(16) unsigned char dc_smem_raw[];
     T *s_in = reinterpret_cast<T *>(dc_smem_raw);
     T *s_h = s_in + SH * SWP;
+    T *s_j = s_in;  // J, once the staged input is consumed
+    const size_t edge_off = ((size_t)(SH * SWP + HH * JWP) * sizeof(T) + 15) & ~(size_t)15;
+    E *s_e = reinterpret_cast<E *>(dc_smem_raw + edge_off);
+    unsigned int *s_c = reinterpret_cast<unsigned int *>(
+        dc_smem_raw + edge_off + (((size_t)(nbins + 1) * sizeof(E) + 7) & ~(size_t)7));
     const int tid = threadIdx.y * DC_SEP_BX + threadIdx.x;
+    if constexpr (COUNT) {
+        for (int i = tid; i <= nbins; i += NT) s_e[i] = edges[i];
+        for (int i = tid; i < copies * (nbins + 1); i += NT) s_c[i] = 0u;
+        __syncthreads();
+    }
+    unsigned int *my_c = s_c + ((tid & 31) % copies) * (nbins + 1);
     const i64 nty = (oH + TH - 1) / TH;
     const i64 x0 = (i64)blockIdx.x * TW;
 
     for (i64 z = blockIdx.z; z < oD; z += gridDim.z) {
         for (i64 tyb = blockIdx.y; tyb < nty; tyb += gridDim.y) {
-            const i64 y0 = tyb * TH, iy0 = y0 + offH, ix0 = x0 + offW;
-            dc_stage<T, SH, SWP, NT>(s_in, src, z, iy0, ix0, mode, cval, tid);
+            const i64 y0 = tyb * TH;
+            const i64 jy0 = y0 + off2H, jx0 = x0 + off2W;  // the J window's origin in J
+            dc_stage<T, SH, SWP, NT>(s_in, src, z, jy0 + offH, jx0 + offW, mode, cval, tid);
             __syncthreads();
             // horizontal pass over every staged row, PX columns per step
-            for (int e = tid; e < SH * (TW / PX); e += NT) {
-                const int r = e / (TW / PX), c = (e - r * (TW / PX)) * PX;
+            for (int e = tid; e < SH * (JWP / PX); e += NT) {
+                const int r = e / (JWP / PX), c = (e - r * (JWP / PX)) * PX;
                 T win[WN];
                 dc_load_window<WN>(win, s_in + r * SWP + c);
                 T acc[PX];
@@ -244,34 +284,108 @@ distconv_separable2d(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 
 #pragma unroll
                     for (int q = 0; q < PX; ++q) acc[q] = fma(w, win[q + k], acc[q]);
                 }
-                dc_store4(s_h + r * TW + c, acc[0], acc[1], acc[2], acc[3]);
+                dc_store4(s_h + r * JWP + c, acc[0], acc[1], acc[2], acc[3]);
             }
             __syncthreads();
             // vertical pass: PY consecutive rows of one column per step, a sliding window
-            for (int e = tid; e < (TH / PY) * TW; e += NT) {
-                const int seg = e / TW, c = e - seg * TW;
+            for (int e = tid; e < NSEG * JWP; e += NT) {
+                const int seg = e / JWP, c = e - seg * JWP;
                 T acc[PY];
 #pragma unroll
                 for (int q = 0; q < PY; ++q) acc[q] = T(0);
 #pragma unroll
                 for (int r = 0; r < PY + K0 - 1; ++r) {
-                    const T v = s_h[(seg * PY + r) * TW + c];
+                    const T v = s_h[(seg * PY + r) * JWP + c];
 #pragma unroll
                     for (int q = 0; q < PY; ++q) {
                         const int k = r - q;
                         if (k >= 0 && k < K0) acc[q] = fma(dc_mask<T>(slot, k), v, acc[q]);
                     }
                 }
-                const i64 x = x0 + c;
-                if (x < oW) {
+                if constexpr (STEP2) {
+#pragma unroll
+                    for (int q = 0; q < PY; ++q)
+                        if (seg * PY + q < JH) s_j[(seg * PY + q) * JWP + c] = acc[q];
+                } else if (x0 + c < oW) {
 #pragma unroll
                     for (int q = 0; q < PY; ++q) {
                         const i64 y = y0 + seg * PY + q;
-                        if (y < oH) out[(z * oH + y) * oW + x] = acc[q];
+                        if (y < oH) out[(z * oH + y) * oW + x0 + c] = acc[q];
+                    }
+                }
+            }
+            __syncthreads();
+            if constexpr (!STEP2) continue;
+            // J outside its extent: the second step's boundary rule
+            if (jy0 < 0 || jy0 + JH > jH || jx0 < 0 || jx0 + JW > jW) {
+                for (int e = tid; e < JH * JW; e += NT) {
+                    const int r = e / JW, c = e - r * JW;
+                    i64 gy = jy0 + r, gx = jx0 + c;
+                    if (gy >= 0 && gy < jH && gx >= 0 && gx < jW) continue;
+                    T v = cval2;
+                    if (dc_remap(gy, jH, mode2) && dc_remap(gx, jW, mode2)) {
+                        const i64 rr = gy - jy0, cc = gx - jx0;
+                        if (rr < 0 || rr >= JH || cc < 0 || cc >= JW) continue;  // read by no output
+                        v = s_j[rr * JWP + cc];
+                    }
+                    s_j[r * JWP + c] = v;
+                }
+                __syncthreads();
+            }
+            // second step: P2 rows x PX columns per thread
+            const int cg = tid % (TW / PX), rg = tid / (TW / PX);
+            T acc[P2][PX];
+#pragma unroll
+            for (int a = 0; a < P2; ++a)
+#pragma unroll
+                for (int b = 0; b < PX; ++b) acc[a][b] = T(0);
+#pragma unroll
+            for (int r = 0; r < P2 + K2H - 1; ++r) {
+                T win[WN2];
+                dc_load_window<WN2>(win, s_j + (rg * P2 + r) * JWP + cg * PX);
+#pragma unroll
+                for (int py = 0; py < P2; ++py) {
+                    const int kh = r - py;
+                    if (kh < 0 || kh >= K2H) continue;
+#pragma unroll
+                    for (int kw = 0; kw < K2W; ++kw) {
+                        const T w = dc_mask<T>(slot, K0 + K1 + kh * K2W + kw);
+#pragma unroll
+                        for (int px = 0; px < PX; ++px) acc[py][px] = fma(w, win[px + kw], acc[py][px]);
+                    }
+                }
+            }
+#pragma unroll
+            for (int py = 0; py < P2; ++py) {
+                const i64 y = y0 + rg * P2 + py, x = x0 + cg * PX;
+                if (y >= oH) continue;
+                if constexpr (COUNT) {
+#pragma unroll
+                    for (int px = 0; px < PX; ++px) {
+                        if (x + px >= oW) continue;
+                        const int b = dc_bin<BINNING, E>(
+                            E(acc[py][px]), s_e, nbins, lo, scale, slack, s_e[0], s_e[nbins]);
+                        if (b >= 0) atomicAdd(my_c + b, 1u);
+                    }
+                } else {
+                    T *o = out + (z * oH + y) * oW + x;
+                    if ((oW % VN) == 0 && x + PX <= oW) {
+                        dc_store4(o, acc[py][0], acc[py][1], acc[py][2], acc[py][3]);
+                    } else {
+#pragma unroll
+                        for (int px = 0; px < PX; ++px)
+                            if (x + px < oW) o[px] = acc[py][px];
                     }
                 }
             }
             __syncthreads();
         }
+    }
+    if constexpr (!COUNT) return;
+    __syncthreads();
+    for (int b = tid; b < nbins; b += NT) {
+        unsigned long long s = 0;
+        for (int c = 0; c < copies; ++c) s += s_c[c * (nbins + 1) + b];
+        if (s) atomicAdd(counts + b, s);
     }
 }

@@ -15,7 +15,7 @@ from ..core.arrays import is_cupy
 
 # family (a module in each backend) -> the per-block functions it provides
 FAMILIES = {
-    "convolve": ("correlate", "correlate_passes"),
+    "convolve": ("correlate", "correlate_passes", "correlate_pair"),
     "rank": ("rank", "extremum_passes"),
     "scan": ("scan",),
     "reduce": ("reduce",),
@@ -28,7 +28,7 @@ FAMILIES = {
 
 # per-block functions that take ``out=`` (an array of the result's shape and dtype to fill and
 # return): the dask layer hands them slices of one GPU-sized block (graph/groups.py)
-TAKES_OUT = {"correlate", "correlate_passes", "scan"}
+TAKES_OUT = {"correlate", "correlate_passes", "correlate_pair", "scan"}
 
 
 def backend_of(block) -> str:
@@ -60,6 +60,7 @@ class Dispatch:
 
 correlate = Dispatch("convolve", "correlate")
 correlate_passes = Dispatch("convolve", "correlate_passes")
+correlate_pair = Dispatch("convolve", "correlate_pair")
 rank = Dispatch("rank", "rank")
 extremum_passes = Dispatch("rank", "extremum_passes")
 scan = Dispatch("scan", "scan")

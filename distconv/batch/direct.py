@@ -9,10 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.stencil import chain
 from ..graph import shards, storage, storage_job
 from ..graph.shards import Layout, inner_shape
-from ..ops.filters import stencil_of
+from ..ops.filters import fused_chain, stencil_of
 from ..ops.histograms import planned_edges
 from ..ops.registry import OPS
 from .spec import Workflow
@@ -46,7 +45,7 @@ def plan(wf: Workflow, gpu: bool, ndim: int, dtype, shape, storage_chunks, src_m
     if any(any(s.periodic) for s in stencils):
         return None
     # task names read as the steps on the dashboard and in the summary: distconv-gaussian-laplace
-    st = chain(stencils, "distconv-" + "-".join(s.name.removeprefix("distconv-") for s in stencils))
+    st = fused_chain(stencils, "distconv-" + "-".join(s.name.removeprefix("distconv-") for s in stencils))
     itemsize = np.dtype(dtype).itemsize
     shard = tuple(wf.outputs.get("chunks") or storage_job.shard_shape(storage_chunks, shape, itemsize))
     layout = Layout(tuple(shape), shard, inner_shape(shard, itemsize), np.dtype(dtype).str)

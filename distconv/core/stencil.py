@@ -47,6 +47,27 @@ class Stencil:
         return tuple(mode_of(self.mode, a) == "wrap" for a in range(self.ndim))
 
 
+def reach(ksize: int, origin: int) -> tuple:
+    """(before, after): how far a mask of ``ksize`` taps shifted by ``origin`` reads around
+    the point it writes (scipy's origin rule)."""
+    centre = ksize // 2 + origin
+    return (centre, ksize - 1 - centre)
+
+
+def passes_depth(passes, ndim: int) -> tuple:
+    """The halo of 1-D masks ``passes`` = [(axis, weights, origin), ...] run in turn."""
+    depth = [(0, 0)] * ndim
+    for axis, w, o in passes:
+        lo, hi = reach(len(w), o)
+        depth[axis] = (max(depth[axis][0], lo), max(depth[axis][1], hi))
+    return tuple(depth)
+
+
+def mask_depth(shape, origin) -> tuple:
+    """The halo of an N-D mask of ``shape`` shifted by ``origin``."""
+    return tuple(reach(k, o) for k, o in zip(shape, origin))
+
+
 def accepts_out(func) -> bool:
     """Does ``func(tile, out=array)`` write its result into ``out`` (and return it)? Per-block
     functions say so with an ``accepts_out`` attribute; partials of them inherit it."""
@@ -86,15 +107,23 @@ class _Chain:
         return accepts_out(self.steps[-1].func)
 
     def __call__(self, tile, out=None):
-        tile = Tile.of(tile)
-        ext = tile.assemble()
-        have = [list(h) for h in tile.halo]          # halo still around the current array
-        for i, st in enumerate(self.steps):
-            use = tuple((min(st.depth[a][0], have[a][0]), min(st.depth[a][1], have[a][1]))
-                        for a in range(tile.ndim))
-            last = out is not None and i == len(self.steps) - 1  # only the result goes to out
-            ext = st.func(Tile.extended(ext, use), out=out) if last else st.func(Tile.extended(ext, use))
-            for a in range(tile.ndim):
-                have[a][0] -= use[a][0]
-                have[a][1] -= use[a][1]
-        return ext
+        return run_steps(tile, [(st.func, st.depth) for st in self.steps], out)
+
+
+def run_steps(tile, steps, out=None):
+    """``steps`` = [(func, depth), ...] in order over one tile, the chain's way: each step reads
+    the halo it needs from what the earlier ones left and writes the centre grown by the halo
+    still to be used; at the global edges (no halo) each applies its own mode. ``out``: where
+    the last step writes its result."""
+    tile = Tile.of(tile)
+    ext = tile.assemble()
+    have = [list(h) for h in tile.halo]          # halo still around the current array
+    for i, (func, depth) in enumerate(steps):
+        use = tuple((min(depth[a][0], have[a][0]), min(depth[a][1], have[a][1]))
+                    for a in range(tile.ndim))
+        last = out is not None and i == len(steps) - 1  # only the result goes to out
+        ext = func(Tile.extended(ext, use), out=out) if last else func(Tile.extended(ext, use))
+        for a in range(tile.ndim):
+            have[a][0] -= use[a][0]
+            have[a][1] -= use[a][1]
+    return ext

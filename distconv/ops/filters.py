@@ -7,6 +7,7 @@ depth); numpy/cupy in -> the backend on the whole array, dask in -> one halo tas
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
@@ -15,7 +16,7 @@ from .. import backends
 from ..core import checks
 from ..core.arrays import on_data
 from ..core.modes import canonical_mode, one_mode
-from ..core.stencil import Probe, Stencil, chain
+from ..core.stencil import Probe, Stencil, chain, mask_depth, passes_depth
 
 # Consecutive stencils on a dask array fuse when the graph is built: the second one runs on
 # the first one's input with the summed halo, one task per chunk, no intermediate array in the
@@ -44,17 +45,23 @@ def fused_source(data):
 
 
 def apply_stencil(data, st: Stencil, allow_rechunk: bool = True, per_chunk=None, out_func=None,
-                  dtype=None):
+                  dtype=None, bins=None):
     """``st`` over a dask array as one halo task per chunk, fused with the stencil that made
     ``data`` when there is one. ``per_chunk``/``out_func``: reduce each chunk's result with
-    ``out_func`` to a small array of that shape instead (a fused histogram)."""
+    ``out_func`` to a small array of that shape instead (a fused histogram; ``bins`` = (edges,
+    uniform) when ``out_func`` counts into them, so a step that can count its own result does)."""
     from ..graph.halo import map_halo
 
     prev = fused_source(data)
     source = data
     if prev is not None and prev[1].periodic == st.periodic:
-        source, st = prev[0], chain([prev[1], st], _joined(prev[1].name, st.name))
-    func = st.func if out_func is None else _Then(st.func, out_func)
+        source, st = prev[0], _fused(prev[1], st)
+    if out_func is None:
+        func = st.func
+    elif bins is not None and isinstance(st.func, _Pair):
+        func = replace(st.func, bins=bins)
+    else:
+        func = _Then(st.func, out_func)
     out = map_halo(source, func, st.depth, st.periodic, st.name,
                    dtype or st.result_dtype(source.dtype), allow_rechunk, per_chunk=per_chunk)
     if per_chunk is None:
@@ -64,6 +71,55 @@ def apply_stencil(data, st: Stencil, allow_rechunk: bool = True, per_chunk=None,
 
 def _joined(a: str, b: str) -> str:
     return a + "-" + b.removeprefix("distconv-")
+
+
+def _fused(a: Stencil, b: Stencil) -> Stencil:
+    """``a`` then ``b`` as one stencil (fused_chain)."""
+    return fused_chain([a, b], _joined(a.name, b.name))
+
+
+def fused_chain(stencils: list[Stencil], name: str | None = None) -> Stencil:
+    """core.stencil.chain of ``stencils``, where separable passes followed by an N-D correlate
+    (gaussian -> laplace) become one backend call, which the CUDA backend runs as one kernel."""
+    steps: list[Stencil] = []
+    for st in stencils:
+        pair = _Pair.of(steps[-1].func, st.func) if steps else None
+        if pair is None:
+            steps.append(st)
+        else:
+            prev = steps.pop()
+            steps.append(replace(chain([prev, st], _joined(prev.name, st.name)), func=pair))
+    return chain(steps, name) if len(steps) > 1 else replace(steps[0], name=name or steps[0].name)
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """backends.correlate_pair with the keywords of a correlate_passes step and a correlate
+    step (same result as the two chained); ``bins``: count the result instead (picklable)."""
+
+    first: dict
+    second: dict
+    bins: tuple | None = None
+
+    @classmethod
+    def of(cls, f, g) -> "_Pair | None":
+        def keywords(fn, dispatch):
+            ok = isinstance(fn, partial) and fn.func is dispatch and not fn.args
+            return fn.keywords if ok else None
+
+        first, second = keywords(f, backends.correlate_passes), keywords(g, backends.correlate)
+        if first is None or second is None or first.get("dtype") != second.get("dtype"):
+            return None
+        return cls(first, second)
+
+    @property
+    def accepts_out(self) -> bool:
+        return self.bins is None
+
+    def __call__(self, tile, out=None):
+        f, g = self.first, self.second
+        return backends.correlate_pair(tile, f["passes"], f["mode"], f["cval"], g["weights"], g["mode"],
+                                       g["cval"], g["origin"], f.get("dtype"), self.bins, out=out)
 
 
 class _Then:
@@ -149,11 +205,6 @@ def linear(x, weights, cval, output, run, conjugate: bool = False):
     return deliver(on_data(x, parts), output)
 
 
-def _depth(ksize: int, origin: int) -> tuple:
-    centre = ksize // 2 + origin
-    return (centre, ksize - 1 - centre)
-
-
 def expand_mask(x, mask, origin, axes, name: str):
     """scipy's ``axes=``: a mask over ``axes`` (its dims in the array's order) grown to every
     axis with size 1 elsewhere; origins (given per entry of ``axes``) spread likewise."""
@@ -179,7 +230,7 @@ def correlate_nd(x, weights, mode, cval, origin, flip: bool, name: str, allow_re
     if flip:  # convolve = correlate with the mask reversed (scipy's origin shift for even sizes)
         w = w[(slice(None, None, -1),) * w.ndim]
         org = tuple(-o - (1 - k % 2) for o, k in zip(org, w.shape))
-    depth = tuple(_depth(k, o) for k, o in zip(w.shape, org))
+    depth = mask_depth(w.shape, org)
     func = partial(backends.correlate, weights=w, mode=mode, cval=cval, origin=org, dtype=dtype)
     return _filter(x, func, depth, mode, name, allow_rechunk, dtype)
 
@@ -207,13 +258,9 @@ def convolve(x, weights, mode="reflect", cval=0.0, origin=0, *, axes=None, outpu
 def passes_filter(x, passes, modes, cval, name, allow_rechunk, dtype=None):
     """1-D masks ``passes`` = [(axis, weights, origin), ...] run in order, each intermediate in
     the result's dtype (scipy's chained 1-D filters); ``modes``: one, or one per axis."""
-    depth = [(0, 0)] * x.ndim
-    for axis, w, o in passes:
-        lo, hi = _depth(len(w), o)
-        depth[axis] = (max(depth[axis][0], lo), max(depth[axis][1], hi))
     modes = one_mode(modes)
     func = partial(backends.correlate_passes, passes=passes, mode=modes, cval=cval, dtype=dtype)
-    return _filter(x, func, tuple(depth), modes, name, allow_rechunk, dtype)
+    return _filter(x, func, passes_depth(passes, x.ndim), modes, name, allow_rechunk, dtype)
 
 
 def _correlate_1d(x, weights, axis, mode, cval, origin, flip, name, allow_rechunk, dtype):

@@ -100,8 +100,9 @@ def planned_edges(dtype, bins, range):  # noqa: A002
     return edges, _edge_dtype(np.dtype(dtype), edges), uniform
 
 
-def _counts(func, arrays, shape, weighted):
-    """Run ``func`` per chunk and merge (dask), or once (numpy/cupy)."""
+def _counts(func, arrays, shape, weighted, bins=None):
+    """Run ``func`` per chunk and merge (dask), or once (numpy/cupy); ``bins`` = (edges,
+    uniform) when ``func`` counts into them."""
     x = arrays[0]
     if checks.array_kind(x) == "dask":
         from ..graph import merge
@@ -111,7 +112,8 @@ def _counts(func, arrays, shape, weighted):
         fused = fused_source(x)
         if fused is not None and len(arrays) == 1:  # count inside the stencil's own tasks
             source, st = fused
-            return merge.merge(apply_stencil(source, st, per_chunk=shape, out_func=func, dtype=dtype))
+            return merge.merge(apply_stencil(source, st, per_chunk=shape, out_func=func, dtype=dtype,
+                                             bins=None if weighted else bins))
         rest = merge.unify(x, *[merge.as_dask_like(x, a) for a in arrays[1:]])
         parts = merge.per_chunk(func, [x, *rest], shape, dtype)
         return merge.merge(parts)
@@ -131,7 +133,7 @@ def histogram(x, bins=10, range=None, weights=None, density=False):  # noqa: A00
     e = _edge_dtype(x.dtype, edges)
     fn = partial(_hist_block, edges=e, uniform=uniform)
     arrays = [x] if w is None else [x, w]
-    hist = _counts(fn, arrays, (len(e) - 1,), w is not None)
+    hist = _counts(fn, arrays, (len(e) - 1,), w is not None, (e, uniform))
     if w is not None:  # numpy returns the weights' dtype (sums accumulate in float64 here)
         hist = hist.astype(w.dtype)
     if density:

@@ -12,7 +12,8 @@ import numpy as np
 from .. import backends
 from ..core import checks
 from ..core.modes import canonical_mode, canonical_modes, one_mode
-from .filters import _depth, _filter, _Then, deliver, expand_mask, output_dtype
+from ..core.stencil import mask_depth, reach
+from .filters import _filter, _Then, deliver, expand_mask, output_dtype
 
 _KINDS = checks.SUPPORTED_KINDS  # no complex: an order is needed
 
@@ -55,7 +56,7 @@ def _extremum(x, size, footprint, mode, cval, origin, axes, output, minimum: boo
     full = checks.spread(modes, ax, x.ndim, modes[0] if modes else "reflect")
     depth = [(0, 0)] * x.ndim
     for a, k, o in passes:
-        depth[a] = _depth(k, o)
+        depth[a] = reach(k, o)
     func = partial(backends.extremum_passes, passes=passes, minimum=minimum, mode=full, cval=cval)
     return _run(x, func, tuple(depth), one_mode(full), name, allow_rechunk, dt, output)
 
@@ -81,7 +82,7 @@ def _ranked(x, fp, rank, mode, cval, origin, axes, output, dt, name, allow_rechu
     if not -n <= rank < n:
         raise checks.FilterArgumentError(f"rank {rank} is outside a footprint of {n} elements")
     rank %= n
-    depth = tuple(_depth(k, o) for k, o in zip(fp.shape, org))
+    depth = mask_depth(fp.shape, org)
     func = partial(backends.rank, footprint=fp, rank=rank, mode=mode, cval=cval, origin=org)
     return _run(x, func, depth, mode, name, allow_rechunk, dt, output)
 

@@ -14,8 +14,8 @@ from .. import backends
 from ..core import checks
 from ..core.arrays import array_module
 from ..core.modes import canonical_mode, canonical_modes, mode_of
-from ..core.stencil import Stencil, chain
-from .filters import _depth, _filter, linear, passes_filter
+from ..core.stencil import Stencil, chain, reach
+from .filters import _filter, linear, passes_filter
 
 
 def gaussian_kernel1d(sigma: float, order: int, radius: int) -> np.ndarray:
@@ -107,7 +107,7 @@ def uniform(x, size, mode, cval, origin, axes, allow_rechunk, dtype, name="distc
     # times 1/size can land a hair below an integer, so each axis sums exactly, then divides
     stencils = []
     for a, k, o in steps:
-        depth = tuple(_depth(k, o) if b == a else (0, 0) for b in range(x.ndim))
+        depth = tuple(reach(k, o) if b == a else (0, 0) for b in range(x.ndim))
         total = partial(backends.correlate_passes, passes=[(a, np.ones(k), o)], mode=mode_of(full, a),
                         cval=cval, dtype=np.float64)
         stencils.append(Stencil(_Mean(total, k, out), depth, full, name, out))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from . import device_constant, guard_memory, loader, sm_count
@@ -65,19 +67,40 @@ def _launch(x, edges_dev, E, nbins, binning, lo, scale, slack, weights):
     return sums if weighted else counts.view(np.int64)
 
 
+@dataclass(frozen=True)
+class Binning:
+    """How a kernel bins values into ``edges`` (dc_bin's arguments, kernels/binning.cuh)."""
+
+    E: np.dtype          # the edges' type, which values are compared in
+    edges: object        # on the device
+    nbins: int
+    kind: int            # DC_BIN_UNIFORM or DC_BIN_EDGES
+    lo: float
+    scale: float
+    slack: float
+
+    @classmethod
+    def of(cls, edges: np.ndarray, uniform: bool) -> "Binning":
+        E = np.dtype(np.float32) if edges.dtype == np.float32 else np.dtype(np.float64)
+        nbins = len(edges) - 1
+        lo = float(edges[0])
+        return cls(E, device_constant(edges.astype(E)), nbins,
+                   loader.define("DC_BIN_UNIFORM" if uniform else "DC_BIN_EDGES"), lo,
+                   nbins / (float(edges[-1]) - lo), _slack(edges, E) if uniform else 0.0)
+
+    def args(self) -> tuple:
+        """(edges, nbins, lo, scale, slack) as the kernels take them."""
+        E = self.E.type
+        return self.edges, np.int32(self.nbins), E(self.lo), E(self.scale), E(self.slack)
+
+
 @guard_memory
 def counts(block, edges: np.ndarray, uniform: bool, weights=None):
     import cupy
 
-    E = np.dtype(np.float32) if edges.dtype == np.float32 else np.dtype(np.float64)
     x = cupy.ascontiguousarray(block).ravel()
-    nbins = len(edges) - 1
-    e = device_constant(edges.astype(E))
-    lo = float(edges[0])
-    scale = nbins / (float(edges[-1]) - lo)
-    binning = loader.define("DC_BIN_UNIFORM" if uniform else "DC_BIN_EDGES")
-    slack = _slack(edges, E) if uniform else 0.0
-    return _launch(x, e, E, nbins, binning, lo, scale, slack, weights)
+    b = Binning.of(edges, uniform)
+    return _launch(x, b.edges, b.E, b.nbins, b.kind, b.lo, b.scale, b.slack, weights)
 
 
 @guard_memory

@@ -2,8 +2,10 @@
 backends/cuda/convolve.py).
 
 ``correlate`` takes an N-D mask (the graph layer has already turned convolve into correlate);
-``correlate_passes`` runs 1-D masks along axes in turn (separable filters, correlate1d).
-Both return only the tile's centre: the halos are read, never written, and never padded.
+``correlate_passes`` runs 1-D masks along axes in turn (separable filters, correlate1d);
+``correlate_pair`` runs passes, then a mask over their result (fused chains, e.g. gaussian ->
+laplace), and may count that result. They return only the tile's centre: the halos are read,
+never written, and never padded.
 """
 
 from __future__ import annotations
@@ -11,9 +13,13 @@ from __future__ import annotations
 import numpy as np
 import scipy.ndimage as ndi
 
+from functools import partial
+
 from ...core.arrays import into
 from ...core.modes import mode_of
+from ...core.stencil import mask_depth, passes_depth, run_steps
 from ...core.tile import Tile
+from .histogram import counts
 
 
 def correlate(block, weights: np.ndarray, mode: str, cval: float, origin: tuple, dtype=None, out=None):
@@ -37,3 +43,18 @@ def correlate_passes(block, passes: list, mode, cval: float, dtype=None, out=Non
     res = ext[tile.interior()]
     return into(out, res if dtype is None else res.astype(dtype, copy=False))
 
+
+def correlate_pair(block, passes: list, mode, cval: float, weights: np.ndarray, mode2: str, cval2: float,
+                   origin2: tuple, dtype=None, bins=None, out=None):
+    """``passes`` (as correlate_passes), then ``weights`` (as correlate, with ``mode2``,
+    ``cval2``, ``origin2``) over their result, as the two run one after the other: the second
+    reads the first's result grown by its own halo, and applies ``mode2`` at the global edges.
+    ``bins`` = (edges, uniform): that result's counts (as counts()) instead of the result."""
+    tile = Tile.of(block)
+    steps = [(partial(correlate_passes, passes=passes, mode=mode, cval=cval, dtype=dtype),
+              passes_depth(passes, tile.ndim)),
+             (partial(correlate, weights=weights, mode=mode2, cval=cval2, origin=origin2, dtype=dtype),
+              mask_depth(weights.shape, origin2))]
+    if bins is None:
+        return run_steps(tile, steps, out)
+    return counts(run_steps(tile, steps), *bins)
