@@ -31,6 +31,7 @@ def main(gpus: int = 1):
     cases = {"conv5": lambda: dc.correlate(x, w),
              "hist": lambda: dc.histogram(x, bins=256, range=(-5, 5))[0],
              "deriv8": lambda: dc.derivative(x, 0, accuracy=8),
+             "chain3": lambda: dc.histogram(dc.laplace(dc.gaussian_filter(x, 2.0)), bins=256, range=(-1, 1))[0],
              "trivial": lambda: x.map_blocks(lambda b: b[:1, :1], chunks=tuple((1,) * n for n in x.numblocks))}
     for blocks, limit in (("default", 2 * 2**30), ("user", 0)):
         with dask.config.set({"distconv.block-bytes": limit}):

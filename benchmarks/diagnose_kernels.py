@@ -17,11 +17,9 @@ import numpy as np
 
 from . import harness
 
-DEFAULT_VARIANTS = {  # the blocks-per-SM steps of the float tiled correlate (kernels/convolve.cu)
-    "sync-stage,2blk": ("-DDC_STAGE_ASYNC=0", "-DDC_TILED_BLOCKS_SMALL=2", "-DDC_TILED_BLOCKS_MID=2"),
-    "async,2blk": ("-DDC_STAGE_ASYNC=1", "-DDC_TILED_BLOCKS_SMALL=2", "-DDC_TILED_BLOCKS_MID=2"),
-    "async,3blk": ("-DDC_STAGE_ASYNC=1", "-DDC_TILED_BLOCKS_SMALL=3", "-DDC_TILED_BLOCKS_MID=3"),
-    "async,default": ("-DDC_STAGE_ASYNC=1",),
+DEFAULT_VARIANTS = {  # staging copies of 4 or 16 bytes (kernels/common.cuh dc_stage)
+    "4-byte copies": ("-DDC_STAGE_VEC=0",),
+    "default": (),
 }
 
 
@@ -45,6 +43,15 @@ def cases(cp):
             ("median2d_3", 2 * x.nbytes, lambda: dc.median_filter(x, 3)),
             ("conv1d_31", 2 * s.nbytes, lambda: dc.correlate1d(s, w31))]
     out += [(f"conv3d_{k}", 2 * v.nbytes, lambda k=k: dc.correlate(v, w3[k])) for k in (3, 5)]
+    from dataclasses import replace
+
+    from distconv.ops import filters, smooth, stencils
+
+    pair = filters.fused_chain([filters.stencil_of(smooth.gaussian_filter, 2, np.float32, 2.0),
+                                filters.stencil_of(stencils.laplace, 2, np.float32)]).func
+    counted = replace(pair, bins=(np.linspace(-1, 1, 257).astype(np.float32), True))
+    out += [("gaussian->laplace (one kernel)", 2 * x.nbytes, lambda: pair(x)),
+            ("gaussian->laplace->hist256 (one kernel)", x.nbytes, lambda: counted(x))]
 
     def hist(fast_bins: bool):
         def run():

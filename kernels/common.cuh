@@ -85,6 +85,9 @@ __device__ __forceinline__ T dc_tile_load(const DcTile &t, i64 z, i64 y, i64 x, 
 #ifndef DC_STAGE_ASYNC
 #define DC_STAGE_ASYNC 1
 #endif
+#ifndef DC_STAGE_VEC  // 16-byte asynchronous copies where the window's rows are aligned (0: 4-byte)
+#define DC_STAGE_VEC 1
+#endif
 // (a #if, not a number: the loader reads only numeric DC_ defines, which must be single-valued)
 #if DC_STAGE_ASYNC && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define DC_CP_ASYNC_ON_ARCH true
@@ -121,9 +124,17 @@ __device__ __forceinline__ void dc_stage(T *s, const DcTile &src, i64 iz, i64 iy
         const i64 csy = src.sy[13];
         const T *p = reinterpret_cast<const T *>(src.ptr[13]) + (iz - cz0) * src.sz[13] +
                      (iy0 - cy0) * csy + (ix0 - cx0);
-        for (int e = tid; e < SH * SW; e += NT) {
-            const int r = e / SW, c = e - r * SW;
-            dc_cp_async<sizeof(T)>(s + e, p + (i64)r * csy + c);
+        constexpr int V = 16 / sizeof(T);  // 16-byte copies where rows and window line up
+        if (DC_STAGE_VEC && SW % V == 0 && csy % V == 0 && (reinterpret_cast<unsigned long long>(p) & 15) == 0) {
+            for (int e = tid; e < SH * (SW / V); e += NT) {
+                const int r = e / (SW / V), c = (e - r * (SW / V)) * V;
+                dc_cp_async<16>(s + r * SW + c, p + (i64)r * csy + c);
+            }
+        } else {
+            for (int e = tid; e < SH * SW; e += NT) {
+                const int r = e / SW, c = e - r * SW;
+                dc_cp_async<sizeof(T)>(s + e, p + (i64)r * csy + c);
+            }
         }
         dc_cp_async_wait_all();
     } else if (inside) {

@@ -218,21 +218,29 @@ __global__ void distconv_correlate_direct(const DcTile src, T *__restrict__ out,
 //   launcher's formula (convolve.py, _separable_smem and _count_bytes) is this one.
 //   Per output ~12-20 bytes of shared-memory reads for the pair (was ~90 with one column per
 //   thread): the pass was bound by shared-memory bandwidth, not DRAM (NOTES.md).
-// Masks: w0, w1, then w2 row-major (K0+K1+K2H*K2W values), in one constant-memory slot.
+// Masks: w0, w1, then w2 row-major (K0+K1+K2H*K2W values), passed by value (DcTaps): with the
+//   index known at compile time each FFMA reads its tap as a constant-bank operand; through a
+//   constant-memory slot chosen at run time every tap was a load first (NOTES.md).
 // Rounding: J stays in T, as scipy's chained 1-D filters keep it.
 // Limits: K0, K1 <= 33 (the launcher); for mode constant the launcher uses it only when both
 //   masks sum to one (then the order of the two passes does not change the edges); the second
 //   step's origin is 0 and its mode not wrap; counting: fewer than 2^32 values per bin per block.
+template <typename T, int N> struct DcTaps { T w[N]; };  // by value: the kernel's parameter space
 #define DC_SEP_BX 32  // threads per block: DC_SEP_BX x DC_SEP_BY
 #define DC_SEP_BY 8
 #define DC_SEP_TH 64  // output tile: DC_SEP_TH rows x DC_SEP_TW columns per block
 #define DC_SEP_TW 64
 #define DC_SEP_PX 4   // horizontal outputs per thread step (one 16-byte float store)
 #define DC_SEP_PY 8   // vertical outputs per thread step
+// Blocks per SM the float build is made for (registers capped at 65536 / (256 x 4) = 64): what
+// its shared memory allows anyway; left to itself ptxas picked 64 and spilled on some shapes,
+// or more than 64 and lost a block per SM (NOTES.md, "Gaussian -> laplace -> histogram").
+#define DC_SEP_BLOCKS 4
 template <typename T, int K0, int K1, int K2H, int K2W, int BINNING, typename E>
-__global__ void __launch_bounds__(DC_SEP_BX *DC_SEP_BY)
+__global__ void __launch_bounds__(DC_SEP_BX *DC_SEP_BY, sizeof(T) == 4 ? DC_SEP_BLOCKS : 2)
 distconv_separable2d(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW, i64 offH,
-                     i64 offW, int mode, T cval, int slot, i64 jH, i64 jW, i64 off2H, i64 off2W,
+                     i64 offW, int mode, T cval, const DcTaps<T, K0 + K1 + K2H * K2W> taps, i64 jH,
+                     i64 jW, i64 off2H, i64 off2W,
                      int mode2, T cval2, const E *__restrict__ edges, int nbins, E lo, E scale,
                      E slack, unsigned long long *counts, int copies) {
     constexpr int NT = DC_SEP_BX * DC_SEP_BY, TH = DC_SEP_TH, TW = DC_SEP_TW;
@@ -280,7 +288,7 @@ distconv_separable2d(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 
                 for (int q = 0; q < PX; ++q) acc[q] = T(0);
 #pragma unroll
                 for (int k = 0; k < K1; ++k) {
-                    const T w = dc_mask<T>(slot, K0 + k);
+                    const T w = taps.w[K0 + k];
 #pragma unroll
                     for (int q = 0; q < PX; ++q) acc[q] = fma(w, win[q + k], acc[q]);
                 }
@@ -299,7 +307,7 @@ distconv_separable2d(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 
 #pragma unroll
                     for (int q = 0; q < PY; ++q) {
                         const int k = r - q;
-                        if (k >= 0 && k < K0) acc[q] = fma(dc_mask<T>(slot, k), v, acc[q]);
+                        if (k >= 0 && k < K0) acc[q] = fma(taps.w[k], v, acc[q]);
                     }
                 }
                 if constexpr (STEP2) {
@@ -307,11 +315,11 @@ distconv_separable2d(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 
                     for (int q = 0; q < PY; ++q)
                         if (seg * PY + q < JH) s_j[(seg * PY + q) * JWP + c] = acc[q];
                 } else if (x0 + c < oW) {
+                    const i64 y = y0 + seg * PY;
+                    T *o = out + (z * oH + y) * oW + x0 + c;
 #pragma unroll
-                    for (int q = 0; q < PY; ++q) {
-                        const i64 y = y0 + seg * PY + q;
-                        if (y < oH) out[(z * oH + y) * oW + x0 + c] = acc[q];
-                    }
+                    for (int q = 0; q < PY; ++q, o += oW)
+                        if (y + q < oH) *o = acc[q];
                 }
             }
             __syncthreads();
@@ -349,7 +357,7 @@ distconv_separable2d(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 
                     if (kh < 0 || kh >= K2H) continue;
 #pragma unroll
                     for (int kw = 0; kw < K2W; ++kw) {
-                        const T w = dc_mask<T>(slot, K0 + K1 + kh * K2W + kw);
+                        const T w = taps.w[K0 + K1 + kh * K2W + kw];
 #pragma unroll
                         for (int px = 0; px < PX; ++px) acc[py][px] = fma(w, win[px + kw], acc[py][px]);
                     }

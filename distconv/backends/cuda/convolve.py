@@ -165,6 +165,9 @@ def _separable2d(tile: Tile, passes: list, mode: str, cval: float, out=None):
 # A second step fused after the separable pair (distconv_separable2d): masks up to this many
 # taps per axis (a Laplacian, a small derivative or smoothing); bigger ones run as their own pass.
 PAIR_SECOND = 5
+# ... after passes of at most this many taps (gaussian sigma <= 2 at scipy's truncate): longer
+# passes with a second step spill registers on sm_80/sm_90 (sweep of the instantiations)
+PAIR_PASS = 17
 PAIR_COUNT_SMEM = 32 * 1024  # shared memory for its counters at most (else the steps run)
 # privatized copies of the counters per block (fewer when the bins need the room): 4 keep four
 # blocks per SM as the written pair has; 8 cost one (2.27 vs 1.80 ms per GiB on H200, NOTES.md)
@@ -211,6 +214,8 @@ def _pair_plan(tile: Tile, passes, mode, weights, mode2, origin2, dtype, bins):
     if pair is None or "wrap" in (pair[3], mode2) or any(origin2):
         return None
     gs, (a0, w0, o0), (a1, w1, o1), _ = pair
+    if max(len(w0), len(w1)) > PAIR_PASS:
+        return None
     k2 = (weights.shape[a0], weights.shape[a1])
     if any(k > 1 for a, k in enumerate(weights.shape) if a not in (a0, a1)) or max(k2) > PAIR_SECOND:
         return None
@@ -227,8 +232,8 @@ def _pair_plan(tile: Tile, passes, mode, weights, mode2, origin2, dtype, bins):
     binning = None
     if bins is not None:
         binning = counting.Binning.of(*bins)
-        if _count_bytes(binning)[0] > PAIR_COUNT_SMEM:
-            return None
+        if binning.E != T or _count_bytes(binning)[0] > PAIR_COUNT_SMEM:
+            return None  # (float64 edges: the steps, then the histogram kernel)
     mask = np.asarray(weights, dtype=T).reshape(k2)
     return pair, (mask, ext[0], ext[1], off[0], off[1]), binning
 
@@ -283,14 +288,14 @@ def _launch_separable(tile: Tile, pair, cval: float, out, second=None, binning=N
     src, _keep = dc_tile(tile, gs)
     th, tw = loader.define("DC_SEP_TH"), loader.define("DC_SEP_TW")
     grid = (-(-oW // tw), min(-(-oH // th), 65535), min(oD, 65535))
-    mask = np.concatenate([w0, w1, mask2.ravel() if second else []]).astype(T)  # <= 91 values: one slot
+    taps = np.concatenate([w0, w1, mask2.ravel() if second else []])
+    struct = np.zeros((), np.dtype([("w", T, (len(taps),))], align=True))  # DcTaps, by value
+    struct["w"] = taps
     args = (src, out if binning is None else cupy.empty(0, T), np.int64(oD), np.int64(oH), np.int64(oW),
-            np.int64(offH), np.int64(offW), np.int32(MODES[mode]), scalar(cval, T))
+            np.int64(offH), np.int64(offW), np.int32(MODES[mode]), scalar(cval, T), struct[()])
     tail = (np.int64(jH), np.int64(jW), np.int64(off2H), np.int64(off2W), np.int32(MODES[mode2]),
             scalar(cval2, T)) + bargs + (counts_dev, np.int32(copies))
-    with slots_for(loader.module("convolve", name), T).use(mask) as slot:
-        fn(grid, (loader.define("DC_SEP_BX"), loader.define("DC_SEP_BY")), args + (np.int32(slot),) + tail,
-           shared_mem=smem)
+    fn(grid, (loader.define("DC_SEP_BX"), loader.define("DC_SEP_BY")), args + tail, shared_mem=smem)
 
 
 def _offset(tile: Tile, group: list, kshape, origin) -> int:
@@ -350,7 +355,6 @@ INSTANTIATIONS = [
     loader.template("distconv_separable2d", t, k0, k1, 1, 1, -1, t)
     for t in ("float", "double") for k0, k1 in ((17, 17), (9, 9), (3, 5), (33, 33))
 ] + [
-    loader.template("distconv_separable2d", "float", k0, k1, k2h, k2w, b, e)
-    for k0, k1 in ((17, 17), (9, 33)) for k2h, k2w in ((3, 3), (5, 5), (1, 3))
-    for b, e in ((-1, "float"), (0, "float"), (1, "double"))
+    loader.template("distconv_separable2d", "float", k0, k1, k2h, k2w, b, "float")
+    for k0, k1 in ((17, 17), (13, 9)) for k2h, k2w in ((3, 3), (5, 5), (1, 3)) for b in (-1, 0, 1)
 ]
