@@ -208,7 +208,9 @@ def _pair_plan(tile: Tile, passes, mode, weights, mode2, origin2, dtype, bins):
     """(pair, (mask, jH, jW, off2H, off2W), Binning or None) when distconv_separable2d can run
     passes + weights (+ counting) as one kernel; else None."""
     T = np.dtype(np.float32)
-    if tile.centre.dtype != T or np.dtype(dtype or T) != T or max(SHORT_PAIR, *(len(w) for _, w, _ in passes)) == SHORT_PAIR:
+    if tile.centre.dtype != T or np.dtype(dtype or T) != T:
+        return None
+    if all(len(w) <= SHORT_PAIR for _, w, _ in passes):
         return None  # (short pairs run as one 2-D correlate, with other roundings)
     pair = _separable_pair(tile, passes, mode)
     if pair is None or "wrap" in (pair[3], mode2) or any(origin2):
@@ -262,8 +264,6 @@ def _separable_smem(T, k0: int, k1: int, k2h: int, k2w: int) -> int:
 def _launch_separable(tile: Tile, pair, cval: float, out, second=None, binning=None):
     """distconv_separable2d over ``tile`` into ``out`` (counts: a uint64 array of nbins):
     the pair alone, or with ``second`` = (mask, jH, jW, off2H, off2W, mode2, cval2)."""
-    import cupy
-
     gs, (a0, w0, o0), (a1, w1, o1), mode = pair
     T = tile.centre.dtype
     oD, oH, oW = group_sizes(tile.centre.shape, gs)
@@ -291,7 +291,7 @@ def _launch_separable(tile: Tile, pair, cval: float, out, second=None, binning=N
     taps = np.concatenate([w0, w1, mask2.ravel() if second else []])
     struct = np.zeros((), np.dtype([("w", T, (len(taps),))], align=True))  # DcTaps, by value
     struct["w"] = taps
-    args = (src, out if binning is None else cupy.empty(0, T), np.int64(oD), np.int64(oH), np.int64(oW),
+    args = (src, out if binning is None else np.uint64(0), np.int64(oD), np.int64(oH), np.int64(oW),
             np.int64(offH), np.int64(offW), np.int32(MODES[mode]), scalar(cval, T), struct[()])
     tail = (np.int64(jH), np.int64(jW), np.int64(off2H), np.int64(off2W), np.int32(MODES[mode2]),
             scalar(cval2, T)) + bargs + (counts_dev, np.int32(copies))
@@ -352,9 +352,10 @@ INSTANTIATIONS = [
     loader.template("distconv_correlate_direct", "float", True),
     loader.template("distconv_correlate_direct", "double", False),
 ] + [
-    loader.template("distconv_separable2d", t, k0, k1, 1, 1, -1, t)
+    loader.template("distconv_separable2d", t, k0, k1, 1, 1, loader.define("DC_BIN_NONE"), t)
     for t in ("float", "double") for k0, k1 in ((17, 17), (9, 9), (3, 5), (33, 33))
 ] + [
-    loader.template("distconv_separable2d", "float", k0, k1, k2h, k2w, b, "float")
-    for k0, k1 in ((17, 17), (13, 9)) for k2h, k2w in ((3, 3), (5, 5), (1, 3)) for b in (-1, 0, 1)
+    loader.template("distconv_separable2d", "float", k0, k1, k2h, k2w, loader.define(b), "float")
+    for k0, k1 in ((17, 17), (13, 9)) for k2h, k2w in ((3, 3), (5, 5), (1, 3))
+    for b in ("DC_BIN_NONE", "DC_BIN_UNIFORM", "DC_BIN_EDGES")
 ]
