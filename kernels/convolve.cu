@@ -46,6 +46,32 @@ __device__ __forceinline__ void dc_load_window(double (&w)[WN], const double *s)
         w[2 * v] = q.x; w[2 * v + 1] = q.y;
     }
 }
+// acc[py][px] += the KH x KW correlate at output (py, px) of a block whose first staged row is
+// s (row pitch `pitch`, the block's first column at s): for each of the PY+KH-1 rows a register
+// window of WN values (16-byte reads), taps in row-major order from weight(i). Every kernel
+// that correlates staged rows uses this one order, so a fused kernel's result equals the
+// tiled kernel's bit for bit.
+template <int PY, int PX, int KH, int KW, int WN, typename T, typename Weight>
+__device__ __forceinline__ void dc_correlate_rows(T (&acc)[PY][PX], const T *s, int pitch,
+                                                  const Weight &weight) {
+#pragma unroll
+    for (int r = 0; r < PY + KH - 1; ++r) {
+        T win[WN];
+        dc_load_window<WN>(win, s + r * pitch);
+#pragma unroll
+        for (int py = 0; py < PY; ++py) {
+            const int kh = r - py;
+            if (kh < 0 || kh >= KH) continue;
+#pragma unroll
+            for (int kw = 0; kw < KW; ++kw) {
+                const T w = weight(kh * KW + kw);
+#pragma unroll
+                for (int px = 0; px < PX; ++px) acc[py][px] = fma(w, win[px + kw], acc[py][px]);
+            }
+        }
+    }
+}
+
 // Four consecutive outputs as 16-byte stores.
 __device__ __forceinline__ void dc_store4(float *o, float a, float b, float c, float d) {
     *reinterpret_cast<float4 *>(o) = make_float4(a, b, c, d);
@@ -127,22 +153,10 @@ distconv_correlate_tiled(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, 
                 dc_stage<T, SH, SWP, BX * BY>(s, src, iz, iy0, ix0, mode, cval, tid);
                 __syncthreads();
                 const int wbase = kz * KH * KW;
-#pragma unroll
-                for (int r = 0; r < PY + KH - 1; ++r) {
-                    T win[WN];
-                    dc_load_window<WN>(win, s + (ty * PY + r) * SWP + tx * PX);
-#pragma unroll
-                    for (int py = 0; py < PY; ++py) {
-                        const int kh = r - py;
-                        if (kh < 0 || kh >= KH) continue;
-#pragma unroll
-                        for (int kw = 0; kw < KW; ++kw) {
-                            const T w = dc_weight<T, CMASK>(slot, wg, wbase + kh * KW + kw);
-#pragma unroll
-                            for (int px = 0; px < PX; ++px) acc[py][px] = fma(w, win[px + kw], acc[py][px]);
-                        }
-                    }
-                }
+                const T *wk = CMASK ? wg : wg + wbase;  // (a global mask: one base per plane)
+                dc_correlate_rows<PY, PX, KH, KW, WN>(acc, s + ty * PY * SWP + tx * PX, SWP, [&](int i) {
+                    return dc_weight<T, CMASK>(slot, wk, CMASK ? wbase + i : i);
+                });
                 __syncthreads();
             }
             // store: vectors when the row is aligned and the thread's run is complete
@@ -202,8 +216,8 @@ __global__ void distconv_correlate_direct(const DcTile src, T *__restrict__ out,
 //   Vertical pass: a thread takes one column and DC_SEP_PY consecutive rows at a time, a
 //   register window sliding down; a warp covers 32 adjacent columns (coalesced stores).
 //   Second step: a thread takes 4 rows x PX columns of the output (16 x 16 threads), a register
-//   window of PX+K2W-1 values per J row, taps in the tiled correlate's order (so the fused
-//   result equals, bit for bit, the two kernels run one after the other).
+//   window of PX+K2W-1 values per J row, through dc_correlate_rows as the tiled correlate (so
+//   the fused result equals, bit for bit, the two kernels run one after the other).
 // Where J's window leaves J's extent (jH x jW: the first step's result as the unfused chain
 //   would hold it, halo included), its values come from the second step's mode: cval2, or the
 //   copy of the in-extent element that mode maps to, which lies inside the window whenever an
@@ -347,22 +361,8 @@ distconv_separable2d(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 
             for (int a = 0; a < P2; ++a)
 #pragma unroll
                 for (int b = 0; b < PX; ++b) acc[a][b] = T(0);
-#pragma unroll
-            for (int r = 0; r < P2 + K2H - 1; ++r) {
-                T win[WN2];
-                dc_load_window<WN2>(win, s_j + (rg * P2 + r) * JWP + cg * PX);
-#pragma unroll
-                for (int py = 0; py < P2; ++py) {
-                    const int kh = r - py;
-                    if (kh < 0 || kh >= K2H) continue;
-#pragma unroll
-                    for (int kw = 0; kw < K2W; ++kw) {
-                        const T w = taps.w[K0 + K1 + kh * K2W + kw];
-#pragma unroll
-                        for (int px = 0; px < PX; ++px) acc[py][px] = fma(w, win[px + kw], acc[py][px]);
-                    }
-                }
-            }
+            dc_correlate_rows<P2, PX, K2H, K2W, WN2>(acc, s_j + rg * P2 * JWP + cg * PX, JWP,
+                                                     [&](int i) { return taps.w[K0 + K1 + i]; });
 #pragma unroll
             for (int py = 0; py < P2; ++py) {
                 const i64 y = y0 + rg * P2 + py, x = x0 + cg * PX;

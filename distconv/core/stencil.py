@@ -110,6 +110,21 @@ class _Chain:
         return run_steps(tile, [(st.func, st.depth) for st in self.steps], out)
 
 
+def run_pair(tile, functions, passes, mode, cval, weights, mode2, cval2, origin2, dtype=None, bins=None,
+             out=None):
+    """A backend's correlate_pair as two steps, with its own ``functions`` = (correlate_passes,
+    correlate, counts): the passes, then the mask over their result grown by its halo (``mode2``
+    at the global edges); with ``bins`` = (edges, uniform), that result's counts instead."""
+    passes_fn, correlate_fn, counts_fn = functions
+    tile = Tile.of(tile)
+    steps = [(partial(passes_fn, passes=passes, mode=mode, cval=cval, dtype=dtype), passes_depth(passes, tile.ndim)),
+             (partial(correlate_fn, weights=weights, mode=mode2, cval=cval2, origin=origin2, dtype=dtype),
+              mask_depth(weights.shape, origin2))]
+    if bins is None:
+        return run_steps(tile, steps, out)
+    return counts_fn(run_steps(tile, steps), *bins)
+
+
 def run_steps(tile, steps, out=None):
     """``steps`` = [(func, depth), ...] in order over one tile, the chain's way: each step reads
     the halo it needs from what the earlier ones left and writes the centre grown by the halo

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from functools import partial
-
 from ...core.arrays import into
 from ...core.modes import MODES, mode_of
-from ...core.stencil import mask_depth, passes_depth, reach, run_steps
+from ...core.stencil import reach, run_pair
 from ...core.tile import Tile
 from . import device_constant, guard_memory, loader, target
 from . import histogram as counting
-from .histogram import counts
 from .masks import slots_for
 from .tile import as_dtype, axis_groups, dc_tile, group_sizes
 from .types import ctype, scalar
@@ -185,13 +182,8 @@ def correlate_pair(block, passes: list, mode, cval: float, weights: np.ndarray, 
     tile = Tile.of(block)
     plan = _pair_plan(tile, passes, mode, weights, mode2, origin2, dtype, bins)
     if plan is None:
-        steps = [(partial(correlate_passes, passes=passes, mode=mode, cval=cval, dtype=dtype),
-                  passes_depth(passes, tile.ndim)),
-                 (partial(correlate, weights=weights, mode=mode2, cval=cval2, origin=origin2, dtype=dtype),
-                  mask_depth(weights.shape, origin2))]
-        if bins is None:
-            return run_steps(tile, steps, out)
-        return counts(run_steps(tile, steps), *bins)
+        return run_pair(tile, (correlate_passes, correlate, counting.counts), passes, mode, cval, weights, mode2,
+                        cval2, origin2, dtype, bins, out)
     import cupy
 
     pair, second, binning = plan

@@ -13,11 +13,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.ndimage as ndi
 
-from functools import partial
-
 from ...core.arrays import into
 from ...core.modes import mode_of
-from ...core.stencil import mask_depth, passes_depth, run_steps
+from ...core.stencil import run_pair
 from ...core.tile import Tile
 from .histogram import counts
 
@@ -50,11 +48,5 @@ def correlate_pair(block, passes: list, mode, cval: float, weights: np.ndarray, 
     ``cval2``, ``origin2``) over their result, as the two run one after the other: the second
     reads the first's result grown by its own halo, and applies ``mode2`` at the global edges.
     ``bins`` = (edges, uniform): that result's counts (as counts()) instead of the result."""
-    tile = Tile.of(block)
-    steps = [(partial(correlate_passes, passes=passes, mode=mode, cval=cval, dtype=dtype),
-              passes_depth(passes, tile.ndim)),
-             (partial(correlate, weights=weights, mode=mode2, cval=cval2, origin=origin2, dtype=dtype),
-              mask_depth(weights.shape, origin2))]
-    if bins is None:
-        return run_steps(tile, steps, out)
-    return counts(run_steps(tile, steps), *bins)
+    return run_pair(block, (correlate_passes, correlate, counts), passes, mode, cval, weights, mode2,
+                    cval2, origin2, dtype, bins, out)
