@@ -44,10 +44,11 @@ def run(workflow_path, cluster_path, overwrite, resume, no_progress, json_path):
     import json
     import time
 
-    from . import batch as workflow
-    from .cluster import cluster, load_config
+    from .cluster import cluster, load_config, warm_workers
 
     started = _process_start()
+    warm_workers(cluster_path)  # the workers' imports run beside this process's and the check
+    from . import batch as workflow
 
     try:
         wf = workflow.load(workflow_path)

@@ -116,6 +116,53 @@ def make_cluster(cfg: dict):
                         security=_security(cfg), **common)
 
 
+# A local cluster's workers fork from a server process that has already imported what a
+# worker imports, started by `distconv run` before it imports and checks the workflow, so those
+# imports run beside the check instead of after it in each spawned worker (the way dask-cuda's
+# own `--multiprocessing-method forkserver` works). Nothing in the server touches a GPU: CUDA is
+# first used in a worker, after the fork. Measured: NOTES.md, "Start-up".
+WORKER_IMPORTS = ("distributed", "dask.array", "zarr", "zarrs", "distconv.graph.storage_job")
+GPU_WORKER_IMPORTS = ("dask_cuda", "cupy", "distconv.backends.cuda.zstd", "distconv.backends.cuda.transfer")
+START_METHOD_KEY = "distributed.worker.multiprocessing-method"
+
+
+def warm_workers(config=None) -> bool:
+    """Start the process that this process's local cluster workers will fork from (see
+    WORKER_IMPORTS) and have dask use it; False, doing nothing, for a running scheduler,
+    in-process workers, a platform without fork, or a config that does not load (the cluster
+    reports that itself when it starts)."""
+    import multiprocessing
+
+    try:
+        cfg = load_config(config)
+        kind = resolve_type(cfg)
+    except (ClusterConfigError, OSError, ValueError):
+        return False
+    if kind == "address" or (kind == "cpu" and not cfg["processes"]):
+        return False
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return False
+    import dask
+    from multiprocessing import forkserver
+
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(list(WORKER_IMPORTS + (GPU_WORKER_IMPORTS if kind == "cuda" else ())))
+    # what a nanny sets before it spawns a worker must be in the server's environment to reach
+    # workers forked from it (distributed's pre-spawn-environ: malloc trim, one BLAS thread)
+    env = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))
+    if kind == "cuda":
+        env["RAPIDS_NO_INITIALIZE"] = "True"  # as LocalCUDACluster sets it
+    env = {k: str(v) for k, v in env.items() if v is not None and k not in os.environ}
+    try:
+        os.environ.update(env)
+        forkserver.ensure_running()
+    finally:
+        for k in env:
+            del os.environ[k]
+    dask.config.set({START_METHOD_KEY: "forkserver"})
+    return True
+
+
 def _free_dashboard(address):
     """The configured dashboard address, or the same host on a free port when that port is
     taken (a second run at once): one line instead of distributed's four-line warning."""

@@ -71,3 +71,49 @@ def test_second_run_at_once_takes_a_free_dashboard_port_with_one_line(capsys):
             assert client.scheduler_info()["services"]["dashboard"] != port
     out = capsys.readouterr().out
     assert f"dashboard port {port} is in use" in out and f"127.0.0.1:{port}/" not in out
+
+
+@pytest.mark.parametrize("cfg", [{"type": "address", "address": "tcp://127.0.0.1:1"},
+                                 {"type": "cpu", "processes": False},
+                                 {"typo_key": 1}])
+def test_warm_workers_does_nothing_without_local_worker_processes(cfg):
+    """No server for a running scheduler, in-process workers, or a config the cluster itself
+    will reject (its error then comes from there, naming the key)."""
+    import multiprocessing.forkserver as fs
+
+    from distconv.cluster import warm_workers
+
+    before = fs._forkserver._forkserver_pid
+    assert warm_workers(cfg) is False
+    assert fs._forkserver._forkserver_pid == before
+
+
+WARMED = """
+import sys
+from distconv.cluster import cluster, warm_workers
+import numpy as np, scipy.ndimage as ndi
+if __name__ == "__main__":
+    cfg = {"type": "cpu", "n_workers": 2, "threads_per_worker": 1, "dashboard_address": None}
+    assert warm_workers(cfg)
+    with cluster(cfg, quiet=True) as client:
+        # forked from the warmed server: the block code is imported before any task ran
+        print(sorted(set(client.run(lambda: "distconv.graph.storage_job" in sys.modules).values())))
+        import dask.array as da
+        import distconv as dc
+        x = np.random.default_rng(3).standard_normal((67, 45)).astype(np.float32)
+        w = np.random.default_rng(4).standard_normal((5, 3))
+        got = dc.correlate(da.from_array(x, chunks=(20, 17)), w, mode="mirror").compute()
+        print(np.abs(got - ndi.correlate(x, w, mode="mirror")).max() < 1e-4)
+"""
+
+
+@pytest.mark.slow
+def test_warmed_workers_fork_from_the_server_and_compute(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "warmed.py"
+    script.write_text(WARMED)
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.split("\n")[:2] == ["[True]", "True"], res.stdout + res.stderr[-2000:]

@@ -28,7 +28,7 @@ from .. import backends
 from ..core.arrays import is_cupy, to_host
 from ..core.stencil import Stencil
 from ..core.tile import Tile
-from . import ownership, shards
+from . import chunk_heads, ownership, shards
 from .halo import merge_thin
 from .location import Location
 
@@ -293,10 +293,12 @@ class _EdgeRows:
     """Rows at the edges of the blocks this process decodes, handed to the neighbouring block.
 
     A block's halo rows lie in its neighbours' storage chunks; with 64 MiB chunks and 1 GiB
-    blocks, decoding them again doubled every block's decode work (NOTES.md). So a block first
-    promises its edge rows, decodes its own rows, then publishes the edges; a neighbour in flight
-    in this process waits for them, one that is not (or is on another worker) decodes the
-    rows from storage. Nothing waits before publishing, so no two blocks wait on each other.
+    blocks, decoding them again doubled every block's decode work (NOTES.md). A lower halo (the
+    first rows of the chunks below) of a plain zstd array is decoded from the heads of those
+    chunks alone (chunk_heads). Other halo rows: a block first promises its edge rows, decodes
+    its own rows, then publishes the edges; a neighbour in flight in this process waits for
+    them, one that is not (or is on another worker) decodes the rows from storage. Nothing
+    waits before publishing, so no two blocks wait on each other.
     """
 
     KEEP = 64  # entries not taken (a neighbour on another worker) are dropped oldest first
@@ -325,13 +327,17 @@ class _EdgeRows:
         """Fill ``host`` with rows lo..hi of ``src``: the block's own rows r0..r1 decoded here,
         its halo rows from a neighbour's published edges where there are any. ``depth``: the
         job's halo rows (above, below), the same for every block. Returns how many halo pieces
-        were decoded from storage (0, 1 or 2)."""
+        were decoded from whole storage chunks (0, 1 or 2)."""
         lo, r0, r1, hi = rows
         above, below = depth
         own = host[r0 - lo:r1 - lo]
-        # the block above takes our first `below` rows as its lower halo, the block below our
-        # last `above` rows as its upper halo
-        edges = {(run, r0, r0 + below): own[:below], (run, r1 - above, r1): own[own.shape[0] - above:]}
+        # the block above takes our first `below` rows as its lower halo (unless it decodes them
+        # from the heads of our first chunks: chunk_heads), the block below our last `above`
+        # rows as its upper halo
+        heads = chunk_heads.plain(src)
+        edges = {(run, r1 - above, r1): own[own.shape[0] - above:]}
+        if not heads:
+            edges[(run, r0, r0 + below)] = own[:below]
         promised = {k: self._promise(k) for k, v in edges.items() if 0 < k[2] - k[1] == v.shape[0]}
         try:
             _decode_into(src, r0, r1, own)
@@ -343,7 +349,7 @@ class _EdgeRows:
             fut.set_result(edges[k].copy())
         decoded = 0
         for a, b, dest in ((lo, r0, host[:r0 - lo]), (r1, hi, host[r1 - lo:])):
-            if b <= a:
+            if b <= a or (heads and a == r1 and chunk_heads.read(src, a, b, dest)):
                 continue
             fut = self._take((run, a, b))
             if fut is not None:
