@@ -68,6 +68,7 @@ def distconv_run(name: str, root: Path, src: Path, steps: list, hist=None) -> di
     p.write_text(yaml.safe_dump(wf))
     summary = root / f"{name}.json"
     cmd = [sys.executable, "-m", "distconv.cli", "run", str(p), "--overwrite", "--no-progress", "--json", str(summary)]
+    os.sync()  # the previous run's outputs on disk, not in dirty pages that throttle this one's writes
     if SPY:  # sampled stacks of every process of the run, collapsed (flamegraph) format
         mode, folder = SPY.split(":", 1)
         cmd = ["py-spy", "record", "--subprocesses", "--rate", "100", "--format", "raw", f"--{mode}",
@@ -97,6 +98,7 @@ def cpu_anchors(src: Path, root: Path, workers: int, threads: int) -> dict:
         for name, y in (("copy", x), ("dask_image", correlate(x, W5, mode="reflect"))):
             dst = zarr.create_array(str(root / f"anchor-{name}.zarr"), shape=x.shape, chunks=(CHUNK, CHUNK),
                                     dtype="f4", compressors=zarr.codecs.ZstdCodec(level=1), overwrite=True)
+            os.sync()
             t = time.perf_counter()
             da.store(y, dst, lock=False)
             out[name] = time.perf_counter() - t

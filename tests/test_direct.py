@@ -290,3 +290,27 @@ def test_blocks_run_in_contiguous_ranges_per_worker(tmp_path, small_blocks):
     assert sum(a != b for a, b in zip(order, order[1:])) == 1  # worker A's blocks, then B's
     np.testing.assert_allclose(_stored(wf.outputs["path"])[...],
                                ndi.gaussian_filter(_stored(wf.input["path"])[...], 1.0), rtol=2e-5, atol=2e-5)
+
+
+def test_io_slots_are_taken_in_block_order():
+    import threading
+    import time
+
+    slots = storage_job._Slots(1)
+    held = slots.get(7)
+    got, lock, threads = [], threading.Lock(), []
+
+    def take(b):
+        s = slots.get(b)
+        with lock:
+            got.append(b)
+        slots.put(s)
+
+    for block in (5, 2, 9, 3):
+        threads.append(threading.Thread(target=take, args=(block,)))
+        threads[-1].start()
+        time.sleep(0.05)  # all four wait before the slot is given back
+    slots.put(held)
+    for t in threads:
+        t.join(5)
+    assert got == [2, 3, 5, 9]

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import heapq
+import itertools
 import math
-import queue
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -123,15 +124,39 @@ SWITCH_INTERVAL_S = 2e-4
 
 
 @functools.cache
-def _slots() -> queue.Queue:
+def _slots() -> _Slots:
     """The process's I/O slots, made at its first block (which also sets the switch interval)."""
     import sys
 
     sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL_S))
-    slots: queue.Queue = queue.Queue()
-    for k in range(io_slots()):
-        slots.put(k)
-    return slots
+    return _Slots(io_slots())
+
+
+class _Slots:
+    """I/O slots handed out lowest block first, so a block's upper neighbour in this process
+    holds a slot (and has promised its edge rows, _EdgeRows) before the block itself does:
+    in FIFO order, blocks that reached the queue first took the slots, and half the upper
+    halos were decoded again from whole chunks (NOTES.md, round 5)."""
+
+    def __init__(self, n: int):
+        self._free = list(range(n))
+        self._waiting: list = []  # heap of (block, arrival)
+        self._arrivals = itertools.count()
+        self._cv = threading.Condition()
+
+    def get(self, block: int) -> int:
+        me = (block, next(self._arrivals))
+        with self._cv:
+            heapq.heappush(self._waiting, me)
+            self._cv.wait_for(lambda: self._free and self._waiting[0] == me)
+            heapq.heappop(self._waiting)
+            self._cv.notify_all()  # the next in line may take another free slot
+            return self._free.pop()
+
+    def put(self, slot: int):
+        with self._cv:
+            self._free.append(slot)
+            self._cv.notify_all()
 
 
 def run_block(job: Job, i: int):
@@ -144,7 +169,7 @@ def run_block(job: Job, i: int):
         return np.zeros(0, dtype=np.int64), {}
     clock = _Clock(job.gpu)
     slots = _slots()
-    slot = slots.get()
+    slot = slots.get(i)
     clock.lap("slot wait")
     try:
         return _run_block(job, i, slot, mark, clock)
