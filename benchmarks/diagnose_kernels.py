@@ -17,8 +17,9 @@ import numpy as np
 
 from . import harness
 
-DEFAULT_VARIANTS = {  # staging copies of 4 or 16 bytes (kernels/common.cuh dc_stage)
+DEFAULT_VARIANTS = {  # staging (kernels/common.cuh dc_stage): copy widths, copies per loop step
     "4-byte copies": ("-DDC_STAGE_VEC=0",),
+    "unroll 1": ("-DDC_STAGE_UNROLL=1",),
     "default": (),
 }
 

@@ -107,13 +107,41 @@ __device__ __forceinline__ void dc_cp_async_wait_all() {
 #endif
 }
 
+// The SH x SW window at p (row pitch csy elements) copied into s (row pitch SW) by NT threads,
+// B bytes per asynchronous copy (B / sizeof(T) divides SW and csy; p B-aligned). Thread tid
+// takes copies tid, tid + NT, ...: its row and column advance by constants from one copy to the
+// next, so a copy costs a few adds, not a division and a 64-bit multiply (20 instructions per
+// 4-byte copy before; NOTES.md, "Kernels, round 3").
+#ifndef DC_STAGE_UNROLL  // copies per loop step: 2 costs 10.5 instructions a copy, 1 costs 15
+#define DC_STAGE_UNROLL 2   // (4: 8.75, but it spilled the tiled kernels; NOTES.md, "Kernels, round 3")
+#endif
+template <int B, int SH, int SW, int NT, int UNROLL, typename T>
+__device__ __forceinline__ void dc_stage_copies(T *s, const T *p, int csy, int tid) {
+    constexpr int E = B / sizeof(T), ROW = SW / E, N = SH * ROW;  // copies per row, in all
+    constexpr int DR = NT / ROW, DC = NT % ROW;                    // one step of NT copies
+    static_assert(SW % E == 0, "whole copies per row");
+    int c = tid % ROW, off = (tid / ROW) * csy + c * E;  // element offset of this copy from p
+    const int step = DR * csy + DC * E, wrap = csy - SW;
+#pragma unroll(UNROLL)
+    for (int e = tid; e < N; e += NT) {
+        dc_cp_async<B>(s + e * E, p + off);  // shared rows are contiguous: copy e lands at e * E
+        off += step;
+        c += DC;
+        if (c >= ROW) {
+            c -= ROW;
+            off += wrap;
+        }
+    }
+}
+
 // Stage the SH x SW window at extended coordinates (iz, iy0, ix0) of a halo tile into shared
 // memory s (row pitch SW), the boundary mode applied where it leaves the tile. When the window
 // lies inside the centre piece, loads go straight to it: as asynchronous copies where the GPU
-// has them (every element of the thread's share in flight at once; this thread waits for its
-// own copies, the caller's barrier publishes them), else in batches of 32 bytes issued before
-// their shared stores. Otherwise element by element.
-template <typename T, int SH, int SW, int NT>
+// has them (every element of the thread's share in flight at once, 16, 8 or sizeof(T) bytes
+// each: the widest the window's start and row pitch allow; this thread waits for its own
+// copies, the caller's barrier publishes them), else in batches of 32 bytes issued before their
+// shared stores. Otherwise element by element.
+template <typename T, int SH, int SW, int NT, int UNROLL = DC_STAGE_UNROLL>
 __device__ __forceinline__ void dc_stage(T *s, const DcTile &src, i64 iz, i64 iy0, i64 ix0,
                                          int mode, T cval, int tid) {
     const i64 cz0 = src.len[0], cy0 = src.len[3], cx0 = src.len[6];
@@ -124,13 +152,27 @@ __device__ __forceinline__ void dc_stage(T *s, const DcTile &src, i64 iz, i64 iy
         const i64 csy = src.sy[13];
         const T *p = reinterpret_cast<const T *>(src.ptr[13]) + (iz - cz0) * src.sz[13] +
                      (iy0 - cy0) * csy + (ix0 - cx0);
-        constexpr int V = 16 / sizeof(T);  // 16-byte copies where rows and window line up
-        if (DC_STAGE_VEC && SW % V == 0 && csy % V == 0 && (reinterpret_cast<unsigned long long>(p) & 15) == 0) {
-            for (int e = tid; e < SH * (SW / V); e += NT) {
-                const int r = e / (SW / V), c = (e - r * (SW / V)) * V;
-                dc_cp_async<16>(s + r * SW + c, p + (i64)r * csy + c);
+        // the alignment of the window's start and of its row pitch, together
+        const unsigned long long a = reinterpret_cast<unsigned long long>(p) | (csy * sizeof(T));
+        // offsets within the window in 32 bits where they fit, the last step past it included
+        // (fewer registers and adds)
+        const bool narrow = (SH + NT + 2) * csy < (i64)1 << 31;
+        const int csy32 = (int)csy;
+        bool staged = false;
+        if constexpr (DC_STAGE_VEC && SW % (16 / sizeof(T)) == 0) {
+            if (narrow && (a & 15) == 0) {
+                dc_stage_copies<16, SH, SW, NT, UNROLL>(s, p, csy32, tid);
+                staged = true;
             }
-        } else {
+        }
+        if constexpr (DC_STAGE_VEC && sizeof(T) == 4 && SW % 2 == 0) {
+            if (narrow && !staged && (a & 7) == 0) {  // e.g. a 5-wide mask's window: two floats off
+                dc_stage_copies<8, SH, SW, NT, UNROLL>(s, p, csy32, tid);
+                staged = true;
+            }
+        }
+        if (narrow && !staged) dc_stage_copies<sizeof(T), SH, SW, NT, UNROLL>(s, p, csy32, tid);
+        if (!narrow) {
             for (int e = tid; e < SH * SW; e += NT) {
                 const int r = e / SW, c = e - r * SW;
                 dc_cp_async<sizeof(T)>(s + e, p + (i64)r * csy + c);

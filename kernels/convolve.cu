@@ -150,7 +150,8 @@ distconv_correlate_tiled(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, 
 
             for (int kz = 0; kz < KD; ++kz) {
                 const i64 iz = z + kz + offD, iy0 = y0 + offH, ix0 = x0 + offW;
-                dc_stage<T, SH, SWP, BX * BY>(s, src, iz, iy0, ix0, mode, cval, tid);
+                // (the widest masks leave no registers for a second copy in flight per step)
+                dc_stage<T, SH, SWP, BX * BY, (KW > 24 ? 1 : DC_STAGE_UNROLL)>(s, src, iz, iy0, ix0, mode, cval, tid);
                 __syncthreads();
                 const int wbase = kz * KH * KW;
                 const T *wk = CMASK ? wg : wg + wbase;  // (a global mask: one base per plane)

@@ -42,13 +42,15 @@ __device__ __forceinline__ void dc_rank_insert(T (&buf)[R], T v) {
 //   rows by SW = TW+KW-1 columns, T each; consecutive threads read consecutive columns.
 // Registers: R values per thread (the R smallest seen so far, sorted), R <= DC_RANK_KEEP and
 //   R * sizeof(T) <= DC_RANK_KEEP_BYTES;
-//   taps are unrolled for small R only (see the loop).
+//   taps are unrolled for small R only (see the loop). Float builds keeping R <= 8 are made
+//   for 3 blocks per SM (<= 85 registers): left alone, ptxas gave the 3x3 median 92 after a
+//   change in the staging loop and the block lost a third of its occupancy (NOTES.md).
 // Footprint: a bit per tap, copied to static shared memory (taps off the footprint are
 //   skipped; the test is uniform per warp).
 // Limits: KD*KH*KW <= 64*DC_RANK_WORDS and KD*SH*SW*sizeof(T) <= DC_RANK_SMEM (launcher
 //   checks both; larger footprints take cupyx's rank filter); sizes 64-bit.
 template <typename T, int KD, int KH, int KW, int R, bool TOP, int BX, int BY, int PY>
-__global__ void __launch_bounds__(BX *BY, 1)
+__global__ void __launch_bounds__(BX *BY, sizeof(T) <= 4 && R <= 8 ? 3 : 1)
 distconv_rank(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW, i64 offD, i64 offH,
               i64 offW, int mode, T cval, const DcFootprint fp) {
     static_assert(R >= 1 && R <= DC_RANK_KEEP && R * sizeof(T) <= DC_RANK_KEEP_BYTES, "R too large");

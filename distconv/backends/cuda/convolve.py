@@ -297,6 +297,15 @@ def _offset(tile: Tile, group: list, kshape, origin) -> int:
     return tile.halo[a][0] - (kshape[a] // 2 + origin[a])
 
 
+def tiled_shape(T, KH: int, KW: int, oH: int) -> tuple:
+    """distconv_correlate_tiled's (BX, BY, PX, PY) for a KH x KW mask: one row of 256 threads
+    for single-row outputs, else 32 x 8 threads of 4 columns by 4 rows (2 rows for double or
+    windows over 16 wide: fewer accumulators keep the registers unspilled)."""
+    if oH == 1:
+        return 256, 1, 4, 1
+    return 32, 8, 4, 4 if np.dtype(T) == np.float32 and max(KH, KW) <= 16 else 2
+
+
 def launch(src, out, out3, offs, mask3: np.ndarray, mode: int, cval: float):
     """Run the best correlate kernel for mask3 (KD, KH, KW) writing out (viewed as out3)."""
     T = out.dtype
@@ -305,8 +314,7 @@ def launch(src, out, out3, offs, mask3: np.ndarray, mode: int, cval: float):
     tail = (np.int32(mode), scalar(cval, T))
     oD, oH, oW = out3
     if KH <= MAX_TILED and KW <= MAX_TILED:
-        big = max(KH, KW) > 16  # wide windows: fewer rows per thread keeps registers unspilled
-        BX, BY, PX, PY = (256, 1, 4, 1) if oH == 1 else (32, 8, 4, 4 if T == np.float32 and not big else 2)
+        BX, BY, PX, PY = tiled_shape(T, KH, KW, oH)
         vn = 16 // T.itemsize
         wn = -(-(PX + KW - 1) // vn) * vn
         smem = (BY * PY + KH - 1) * ((BX - 1) * PX + wn) * T.itemsize
@@ -333,14 +341,12 @@ def launch(src, out, out3, offs, mask3: np.ndarray, mode: int, cval: float):
 
 # Representative instantiations, compiled ahead by the nvcc test (tests/test_kernels_build.py)
 INSTANTIATIONS = [
-    loader.template("distconv_correlate_tiled", t, kh, kw, bx, by, px, py, cm)
-    for t, py in (("float", 4), ("double", 2))
-    for kh, kw in ((3, 3), (5, 5), (9, 9), (1, 31), (9, 1), (3, 4))
-    for bx, by, px, py in ((32, 8, 4, py),)
+    loader.template("distconv_correlate_tiled", ctype(np.dtype(t)), kh, kw, *tiled_shape(t, kh, kw, oh), cm)
+    for t in (np.float32, np.float64)
+    for kh, kw, oh in ((3, 3, 9), (5, 5, 9), (9, 9, 9), (1, 31, 9), (9, 1, 9), (3, 4, 9), (1, 31, 1))
     for cm in (True, False)
 ] + [
-    loader.template("distconv_correlate_tiled", "float", 1, 31, 256, 1, 4, 1, True),
-    loader.template("distconv_correlate_tiled", "float", 32, 32, 32, 8, 4, 2, True),
+    loader.template("distconv_correlate_tiled", "float", 32, 32, *tiled_shape(np.float32, 32, 32, 9), True),
     loader.template("distconv_correlate_direct", "float", True),
     loader.template("distconv_correlate_direct", "double", False),
 ] + [
