@@ -81,6 +81,19 @@ __device__ __forceinline__ void dc_store4(double *o, double a, double b, double 
     reinterpret_cast<double2 *>(o)[1] = make_double2(c, d);
 }
 
+// A thread's run of four outputs at column x of an output row o (row length oW): as vectors
+// when rows are 16-byte multiples and the run lies inside the row, else element by element.
+template <typename T>
+__device__ __forceinline__ void dc_store_run(T *o, const T (&v)[4], i64 x, i64 oW) {
+    if ((oW % dc_vec16<T>::n) == 0 && x + 4 <= oW) {
+        dc_store4(o, v[0], v[1], v[2], v[3]);
+    } else {
+#pragma unroll
+        for (int px = 0; px < 4; ++px)
+            if (x + px < oW) o[px] = v[px];
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // distconv_correlate_tiled: register-tiled correlate for masks up to 32 x 32 per plane.
 // Threads -> data: a block of BX x BY threads owns an output tile of TH = BY*PY rows by
@@ -166,14 +179,7 @@ distconv_correlate_tiled(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, 
                 const i64 y = y0 + ty * PY + py;
                 if (y >= oH) continue;
                 const i64 x = x0 + tx * PX;
-                T *o = out + (z * oH + y) * oW + x;
-                if ((oW % VN) == 0 && x + PX <= oW) {
-                    dc_store4(o, acc[py][0], acc[py][1], acc[py][2], acc[py][3]);
-                } else {
-#pragma unroll
-                    for (int px = 0; px < PX; ++px)
-                        if (x + px < oW) o[px] = acc[py][px];
-                }
+                dc_store_run(out + (z * oH + y) * oW + x, acc[py], x, oW);
             }
         }
     }
@@ -377,14 +383,7 @@ distconv_separable2d(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 
                         if (b >= 0) atomicAdd(my_c + b, 1u);
                     }
                 } else {
-                    T *o = out + (z * oH + y) * oW + x;
-                    if ((oW % VN) == 0 && x + PX <= oW) {
-                        dc_store4(o, acc[py][0], acc[py][1], acc[py][2], acc[py][3]);
-                    } else {
-#pragma unroll
-                        for (int px = 0; px < PX; ++px)
-                            if (x + px < oW) o[px] = acc[py][px];
-                    }
+                    dc_store_run(out + (z * oH + y) * oW + x, acc[py], x, oW);
                 }
             }
             __syncthreads();
