@@ -64,19 +64,25 @@ __device__ __forceinline__ int dc_segment(i64 &i, const i64 *len3) {
     return 2;
 }
 
-// Value at extended coordinate (z, y, x), the boundary mode applied at the tile's edges
-// (which are global edges: interior edges always carry a full halo).
+// Address of extended coordinate (z, y, x), the boundary mode applied at the tile's edges
+// (which are global edges: interior edges always carry a full halo); nullptr where the mode
+// gives cval.
 template <typename T>
-__device__ __forceinline__ T dc_tile_load(const DcTile &t, i64 z, i64 y, i64 x, int mode, T cval) {
-    if (!dc_remap(z, dc_extent(t, 0), mode)) return cval;
-    if (!dc_remap(y, dc_extent(t, 1), mode)) return cval;
-    if (!dc_remap(x, dc_extent(t, 2), mode)) return cval;
+__device__ __forceinline__ const T *dc_tile_ptr(const DcTile &t, i64 z, i64 y, i64 x, int mode) {
+    if (!dc_remap(z, dc_extent(t, 0), mode)) return nullptr;
+    if (!dc_remap(y, dc_extent(t, 1), mode)) return nullptr;
+    if (!dc_remap(x, dc_extent(t, 2), mode)) return nullptr;
     const int sz = dc_segment(z, t.len + 0);
     const int sy = dc_segment(y, t.len + 3);
     const int sx = dc_segment(x, t.len + 6);
     const int k = sz * 9 + sy * 3 + sx;
-    const T *p = reinterpret_cast<const T *>(t.ptr[k]);
-    return p[z * t.sz[k] + y * t.sy[k] + x];
+    return reinterpret_cast<const T *>(t.ptr[k]) + z * t.sz[k] + y * t.sy[k] + x;
+}
+
+template <typename T>
+__device__ __forceinline__ T dc_tile_load(const DcTile &t, i64 z, i64 y, i64 x, int mode, T cval) {
+    const T *p = dc_tile_ptr<T>(t, z, y, x, mode);
+    return p ? *p : cval;
 }
 
 // Asynchronous global -> shared copies (sm_80+): the copy goes straight to shared memory, so a
@@ -134,14 +140,59 @@ __device__ __forceinline__ void dc_stage_copies(T *s, const T *p, int csy, int t
     }
 }
 
+// dc_stage over a window that leaves the centre piece: element by element, each element's address
+// found by the mode (cheaply where the tile has no halo pieces along y and x), asynchronous
+// copies where the GPU has them. A call, not inlined: only blocks on edges pay for it (inlined
+// it made the sliding kernel spill; the tiled kernels, at 64 registers, spill around the call,
+// so they keep the inlined element loop: DcStage EDGE_CALL false).
+template <typename T, int SH, int SW, int NT, bool WAIT>
+__device__ __noinline__ void dc_stage_edge(T *s, const DcTile &src, i64 iz, i64 iy0, i64 ix0, int mode,
+                                           T cval, int tid) {
+    constexpr bool ASYNC = DC_CP_ASYNC_ON_ARCH && (sizeof(T) == 4 || sizeof(T) == 8);
+    if (ASYNC && src.len[3] == 0 && src.len[5] == 0 && src.len[6] == 0 && src.len[8] == 0) {
+        // over a global edge of a tile that is its centre alone along y and x (a whole array's
+        // border): each row and column remapped, the copies asynchronous (the element path
+        // below cost x-edge blocks of a 1024-wide volume ~370 instructions per thread and plane)
+        i64 gz = iz, csy = 0;
+        const T *plane = nullptr;
+        if (dc_remap(gz, dc_extent(src, 0), mode)) {
+            const int k = dc_segment(gz, src.len) * 9 + 4;  // piece (z segment, centre, centre)
+            plane = reinterpret_cast<const T *>(src.ptr[k]) + gz * src.sz[k];
+            csy = src.sy[k];
+        }
+        const i64 H = src.len[4], W = src.len[7];
+        for (int e = tid; e < SH * SW; e += NT) {
+            const int r = e / SW, c = e - r * SW;
+            i64 gy = iy0 + r, gx = ix0 + c;
+            if (plane && dc_remap(gy, H, mode) && dc_remap(gx, W, mode))
+                dc_cp_async<sizeof(T)>(s + e, plane + gy * csy + gx);
+            else
+                s[e] = cval;
+        }
+        if (WAIT) dc_cp_async_wait_all();
+    } else {
+        for (int e = tid; e < SH * SW; e += NT) {
+            const int r = e / SW, c = e - r * SW;
+            const T *q = dc_tile_ptr<T>(src, iz, iy0 + r, ix0 + c, mode);
+            if (ASYNC && q)
+                dc_cp_async<sizeof(T)>(s + e, q);
+            else
+                s[e] = q ? *q : cval;
+        }
+        if (WAIT) dc_cp_async_wait_all();
+    }
+}
+
 // Stage the SH x SW window at extended coordinates (iz, iy0, ix0) of a halo tile into shared
 // memory s (row pitch SW), the boundary mode applied where it leaves the tile. When the window
 // lies inside the centre piece, loads go straight to it: as asynchronous copies where the GPU
 // has them (every element of the thread's share in flight at once, 16, 8 or sizeof(T) bytes
-// each: the widest the window's start and row pitch allow; this thread waits for its own
-// copies, the caller's barrier publishes them), else in batches of 32 bytes issued before their
-// shared stores. Otherwise element by element.
-template <typename T, int SH, int SW, int NT, int UNROLL = DC_STAGE_UNROLL>
+// each: the widest the window's start and row pitch allow), else in batches of 32 bytes issued
+// before their shared stores. Otherwise element by element (EDGE_CALL: dc_stage_edge). The
+// thread waits for its own copies and the caller's barrier publishes them; with WAIT false it
+// leaves them in flight, and the caller waits (dc_cp_async_wait_all) before its barrier.
+template <typename T, int SH, int SW, int NT, int UNROLL = DC_STAGE_UNROLL, bool WAIT = true,
+          bool EDGE_CALL = false>
 __device__ __forceinline__ void dc_stage(T *s, const DcTile &src, i64 iz, i64 iy0, i64 ix0,
                                          int mode, T cval, int tid) {
     const i64 cz0 = src.len[0], cy0 = src.len[3], cx0 = src.len[6];
@@ -178,7 +229,7 @@ __device__ __forceinline__ void dc_stage(T *s, const DcTile &src, i64 iz, i64 iy
                 dc_cp_async<sizeof(T)>(s + e, p + (i64)r * csy + c);
             }
         }
-        dc_cp_async_wait_all();
+        if (WAIT) dc_cp_async_wait_all();
     } else if (inside) {
         constexpr int ITER = (SH * SW + NT - 1) / NT, BATCH = 32 / sizeof(T);
         const i64 csy = src.sy[13];
@@ -199,6 +250,8 @@ __device__ __forceinline__ void dc_stage(T *s, const DcTile &src, i64 iz, i64 iy
                 if (e < SH * SW) s[e] = buf[j];
             }
         }
+    } else if (EDGE_CALL) {
+        dc_stage_edge<T, SH, SW, NT, WAIT>(s, src, iz, iy0, ix0, mode, cval, tid);
     } else {
         for (int e = tid; e < SH * SW; e += NT) {
             const int r = e / SW, c = e - r * SW;

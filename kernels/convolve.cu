@@ -24,6 +24,11 @@ __device__ __forceinline__ T dc_weight(int slot, const T *__restrict__ wg, int i
     return __ldg(wg + i);
 }
 
+// Taps passed by value (the kernel's parameter space): with the index known at compile time each
+// FFMA reads its tap as a constant-bank operand; through a constant-memory slot chosen at run
+// time every tap was a load first (NOTES.md, "Gaussian -> laplace -> histogram").
+template <typename T, int N> struct DcTaps { T w[N]; };
+
 template <typename T> struct dc_vec16;
 template <> struct dc_vec16<float> { typedef float4 type; static const int n = 4; };
 template <> struct dc_vec16<double> { typedef double2 type; static const int n = 2; };
@@ -46,6 +51,24 @@ __device__ __forceinline__ void dc_load_window(double (&w)[WN], const double *s)
         w[2 * v] = q.x; w[2 * v + 1] = q.y;
     }
 }
+// acc[py][px] += the taps of mask row r - py over win, the register window of staged row r
+// (r known at compile time once unrolled): taps in column order from weight(kh * KW + kw).
+template <int PY, int PX, int KH, int KW, int WN, typename T, typename Weight>
+__device__ __forceinline__ void dc_row_taps(T (&acc)[PY][PX], const T (&win)[WN], int r,
+                                            const Weight &weight) {
+#pragma unroll
+    for (int py = 0; py < PY; ++py) {
+        const int kh = r - py;
+        if (kh < 0 || kh >= KH) continue;
+#pragma unroll
+        for (int kw = 0; kw < KW; ++kw) {
+            const T w = weight(kh * KW + kw);
+#pragma unroll
+            for (int px = 0; px < PX; ++px) acc[py][px] = fma(w, win[px + kw], acc[py][px]);
+        }
+    }
+}
+
 // acc[py][px] += the KH x KW correlate at output (py, px) of a block whose first staged row is
 // s (row pitch `pitch`, the block's first column at s): for each of the PY+KH-1 rows a register
 // window of WN values (16-byte reads), taps in row-major order from weight(i). Every kernel
@@ -58,17 +81,7 @@ __device__ __forceinline__ void dc_correlate_rows(T (&acc)[PY][PX], const T *s, 
     for (int r = 0; r < PY + KH - 1; ++r) {
         T win[WN];
         dc_load_window<WN>(win, s + r * pitch);
-#pragma unroll
-        for (int py = 0; py < PY; ++py) {
-            const int kh = r - py;
-            if (kh < 0 || kh >= KH) continue;
-#pragma unroll
-            for (int kw = 0; kw < KW; ++kw) {
-                const T w = weight(kh * KW + kw);
-#pragma unroll
-                for (int px = 0; px < PX; ++px) acc[py][px] = fma(w, win[px + kw], acc[py][px]);
-            }
-        }
+        dc_row_taps<PY, PX, KH, KW, WN>(acc, win, r, weight);
     }
 }
 
@@ -121,7 +134,8 @@ __device__ __forceinline__ void dc_store_run(T *o, const T (&v)[4], i64 x, i64 o
 #endif
 #define DC_TILED_BLOCKS_WIDE 2
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-#define DC_TILED_PRE_HOPPER 1  // (a #if, never both values in one compile: the loader reads one)
+#define DC_TILED_PRE_HOPPER 1  // (a #if, never both values in one compile: the loader reads one;
+                               // the sliding kernel's steps read it too)
 #endif
 template <typename T, int KH, int KW>
 constexpr int dc_tiled_min_blocks() {
@@ -136,7 +150,7 @@ constexpr int dc_tiled_min_blocks() {
 }
 template <typename T, int KH, int KW, int BX, int BY, int PX, int PY, bool CMASK>
 __global__ void __launch_bounds__(BX *BY, dc_tiled_min_blocks<T, KH, KW>())
-distconv_correlate_tiled(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW,
+distconv_correlate_tiled(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW,
                          i64 offD, i64 offH, i64 offW, int KD, int mode, T cval, int slot,
                          const T *__restrict__ wg) {
     static_assert(PX == 4, "outputs per thread along x: four (one 16-byte store)");
@@ -186,12 +200,122 @@ distconv_correlate_tiled(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, 
 }
 
 // ---------------------------------------------------------------------------------------------
+// distconv_correlate_slide3d: a 3-D mask (KD > 1) sliding along z, each input plane staged once
+//   (the tiled kernel restages KD planes per output plane).
+// Threads -> data: a block of BX x BY threads owns an output tile of TH = BY*PY rows by
+//   TW = BX*PX columns and a run of nz output planes (blockIdx.x: column tiles, blockIdx.y: row
+//   tiles, blockIdx.z: runs of planes; y and z grid-stride). Thread (tx, ty) keeps KD sets of
+//   PY x PX accumulators: set q is output plane p - (KD-1) + q while input plane p is staged,
+//   which it meets with mask plane KD-1-q. After plane p set 0 is complete: it is stored and the
+//   sets shift down one.
+// Shared memory (dynamic): two staged planes, each the tiled kernel's SH = TH+KH-1 rows by
+//   SWP = (BX-1)*PX + WN columns: the next plane's copies are in flight while this one computes
+//   (one barrier per plane).
+// Taps: by value (DcTaps), KD*KH*KW*sizeof(T) <= DC_SLIDE_TAP_BYTES (the parameter space).
+// Sum order per output: kz, then kh, then kw, as the tiled kernel: the same result bit for bit.
+// Limits: KH, KW, KD compile time (the launcher keeps KD <= 8, KW <= 16); sizes 64-bit.
+#define DC_SLIDE_TAP_BYTES 2048
+// Blocks per SM the float build is made for: 3 (85 registers) while a thread's accumulator sets
+// times rows stay within DC_SLIDE_SETS, else 2; one-row builds do not unroll the stage's copy
+// loop (its registers go to the accumulators; two-row builds spill that way, and keep it).
+// 5x5x5 at 3 blocks: 2.65 vs 3.02 ms per GiB on H200 (NOTES.md, "A 3-D mask sliding along z");
+// the steps are the largest without spills over a sweep of masks up to 8 x 16 x 16 (sm_80
+// spills two rows at 3).
+#ifndef DC_SLIDE_BLOCKS
+#define DC_SLIDE_BLOCKS 3
+#endif
+#define DC_SLIDE_SETS 6
+#ifndef DC_SLIDE_UNROLL
+#define DC_SLIDE_UNROLL 1
+#endif
+template <typename T, int KD, int PY>
+constexpr int dc_slide_min_blocks() {
+#ifdef DC_TILED_PRE_HOPPER
+    constexpr bool fits = PY == 1 && KD <= DC_SLIDE_SETS;
+#else
+    constexpr bool fits = KD * PY <= DC_SLIDE_SETS;
+#endif
+    return sizeof(T) != 4 ? 1 : fits ? DC_SLIDE_BLOCKS : 2;
+}
+template <typename T, int KD, int KH, int KW, int BX, int BY, int PX, int PY>
+__global__ void __launch_bounds__(BX *BY, dc_slide_min_blocks<T, KD, PY>())
+distconv_correlate_slide3d(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW,
+                           i64 offD, i64 offH, i64 offW, int mode, T cval, int nz,
+                           const DcTaps<T, KD * KH * KW> taps) {
+    static_assert(PX == 4, "outputs per thread along x: four (one 16-byte store)");
+    static_assert(KD * KH * KW * sizeof(T) <= DC_SLIDE_TAP_BYTES, "taps over the parameter space");
+    constexpr int VN = dc_vec16<T>::n;
+    constexpr int TH = BY * PY, TW = BX * PX;
+    constexpr int WN = ((PX + KW - 1 + VN - 1) / VN) * VN;
+    constexpr int SH = TH + KH - 1, SWP = (BX - 1) * PX + WN, PLANE = SH * SWP;
+    constexpr int NT = BX * BY, UNROLL = PY == 1 ? DC_SLIDE_UNROLL : DC_STAGE_UNROLL;
+    extern __shared__ __align__(16) unsigned char dc_smem_raw[];
+    T *s = reinterpret_cast<T *>(dc_smem_raw);
+
+    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * BX + tx;
+    const int mine = ty * PY * SWP + tx * PX;  // this thread's first staged element in a plane
+    const i64 nty = (oH + TH - 1) / TH, nruns = (oD + nz - 1) / nz;
+    const i64 x0 = (i64)blockIdx.x * TW;
+
+    for (i64 run = blockIdx.z; run < nruns; run += gridDim.z) {
+        for (i64 tyb = blockIdx.y; tyb < nty; tyb += gridDim.y) {
+            const i64 y0 = tyb * TH, z0 = run * nz, iy0 = y0 + offH, ix0 = x0 + offW;
+            const int planes = (int)((z0 + nz < oD ? z0 + nz : oD) - z0) + KD - 1;
+            T acc[KD][PY][PX];
+#pragma unroll
+            for (int q = 0; q < KD; ++q)
+#pragma unroll
+                for (int a = 0; a < PY; ++a)
+#pragma unroll
+                    for (int b = 0; b < PX; ++b) acc[q][a][b] = T(0);
+
+            dc_stage<T, SH, SWP, NT, UNROLL, false, true>(s, src, z0 + offD, iy0, ix0, mode, cval, tid);
+            for (int p = 0; p < planes; ++p) {
+                dc_cp_async_wait_all();
+                __syncthreads();  // plane p staged; every thread is done with plane p-1's buffer
+                if (p + 1 < planes)
+                    dc_stage<T, SH, SWP, NT, UNROLL, false, true>(s + ((p + 1) & 1) * PLANE, src, z0 + p + 1 + offD,
+                                                                  iy0, ix0, mode, cval, tid);
+                const T *sp = s + (p & 1) * PLANE + mine;
+#pragma unroll
+                for (int r = 0; r < PY + KH - 1; ++r) {
+                    T win[WN];
+                    dc_load_window<WN>(win, sp + r * SWP);
+#pragma unroll
+                    for (int q = 0; q < KD; ++q)
+                        dc_row_taps<PY, PX, KH, KW, WN>(acc[q], win, r, [&](int i) {
+                            return taps.w[(KD - 1 - q) * KH * KW + i];
+                        });
+                }
+                const i64 z = z0 + p - (KD - 1);
+                if (z >= z0) {
+#pragma unroll
+                    for (int py = 0; py < PY; ++py) {
+                        const i64 y = y0 + ty * PY + py;
+                        if (y >= oH) continue;
+                        const i64 x = x0 + tx * PX;
+                        dc_store_run(out + (z * oH + y) * oW + x, acc[0][py], x, oW);
+                    }
+                }
+#pragma unroll
+                for (int q = 0; q < KD; ++q)
+#pragma unroll
+                    for (int a = 0; a < PY; ++a)
+#pragma unroll
+                        for (int b = 0; b < PX; ++b) acc[q][a][b] = q + 1 < KD ? acc[q + 1][a][b] : T(0);
+            }
+            __syncthreads();  // the next tile's first plane goes into a buffer read just now
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // distconv_correlate_direct: any mask size (the fallback for masks over 32 per axis).
 // Threads -> data: one thread per output element (grid-stride over the flattened output).
 // Shared memory: none; every tap goes through dc_tile_load (L1/L2 absorb the reuse).
 // Limits: none beyond 64-bit sizes; slow for big masks by design.
 template <typename T, bool CMASK>
-__global__ void distconv_correlate_direct(const DcTile src, T *__restrict__ out, i64 oD, i64 oH,
+__global__ void distconv_correlate_direct(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD, i64 oH,
                                           i64 oW, i64 offD, i64 offH, i64 offW, int KD, int KH,
                                           int KW, int mode, T cval, int slot,
                                           const T *__restrict__ wg) {
@@ -246,7 +370,6 @@ __global__ void distconv_correlate_direct(const DcTile src, T *__restrict__ out,
 // Limits: K0, K1 <= 33 (the launcher); for mode constant the launcher uses it only when both
 //   masks sum to one (then the order of the two passes does not change the edges); the second
 //   step's origin is 0 and its mode not wrap; counting: fewer than 2^32 values per bin per block.
-template <typename T, int N> struct DcTaps { T w[N]; };  // by value: the kernel's parameter space
 #define DC_SEP_BX 32  // threads per block: DC_SEP_BX x DC_SEP_BY
 #define DC_SEP_BY 8
 #define DC_SEP_TH 64  // output tile: DC_SEP_TH rows x DC_SEP_TW columns per block
@@ -259,7 +382,7 @@ template <typename T, int N> struct DcTaps { T w[N]; };  // by value: the kernel
 #define DC_SEP_BLOCKS 4
 template <typename T, int K0, int K1, int K2H, int K2W, int BINNING, typename E>
 __global__ void __launch_bounds__(DC_SEP_BX *DC_SEP_BY, sizeof(T) == 4 ? DC_SEP_BLOCKS : 2)
-distconv_separable2d(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW, i64 offH,
+distconv_separable2d(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW, i64 offH,
                      i64 offW, int mode, T cval, const DcTaps<T, K0 + K1 + K2H * K2W> taps, i64 jH,
                      i64 jW, i64 off2H, i64 off2W,
                      int mode2, T cval2, const E *__restrict__ edges, int nbins, E lo, E scale,

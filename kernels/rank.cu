@@ -51,7 +51,7 @@ __device__ __forceinline__ void dc_rank_insert(T (&buf)[R], T v) {
 //   checks both; larger footprints take cupyx's rank filter); sizes 64-bit.
 template <typename T, int KD, int KH, int KW, int R, bool TOP, int BX, int BY, int PY>
 __global__ void __launch_bounds__(BX *BY, sizeof(T) <= 4 && R <= 8 ? 3 : 1)
-distconv_rank(const DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW, i64 offD, i64 offH,
+distconv_rank(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW, i64 offD, i64 offH,
               i64 offW, int mode, T cval, const DcFootprint fp) {
     static_assert(R >= 1 && R <= DC_RANK_KEEP && R * sizeof(T) <= DC_RANK_KEEP_BYTES, "R too large");
     static_assert(KD * KH * KW <= 64 * DC_RANK_WORDS, "footprint too large");

@@ -59,6 +59,37 @@ def test_tiled_and_direct_kernels_big_masks(cp, rng):
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_3d_masks_sliding_along_z(cp, rng, mode, monkeypatch):
+    """3-D masks run by the sliding kernel (each plane staged once): numpy's result, every
+    mode, runs of planes that end mid-array, halo pieces along z; and bit for bit the tiled
+    kernel's result (the same order of taps)."""
+    from distconv.backends.cuda import convolve
+
+    monkeypatch.setattr(convolve, "slide_planes", lambda KD: 7)  # several runs per block column, a short last one
+    for dtype, k, shape in [(np.float32, (3, 3, 3), (23, 19, 37)), (np.float32, (5, 5, 5), (16, 70, 133)),
+                            (np.float32, (2, 4, 3), (1, 9, 5)), (np.float32, (8, 3, 1), (30, 8, 64)),
+                            (np.float32, (3, 1, 16), (9, 33, 20)), (np.float64, (6, 6, 6), (11, 17, 29))]:
+        assert convolve.slides(np.dtype(dtype), *k)
+        a = (rng.standard_normal(shape) * 10).astype(dtype)
+        w = rng.standard_normal(k)
+        origin = tuple(int(rng.integers(-(n // 2), (n - 1) // 2 + 1)) for n in k)
+        got, ref = both(cp, dc.correlate, a, weights=w, mode=mode, cval=-0.75, origin=origin)
+        assert_matches(got, ref, scale=np.abs(ref).max())
+        with monkeypatch.context() as m:
+            m.setattr(convolve, "slides", lambda *args: False)
+            tiled = dc.correlate(cp.asarray(a), w, mode=mode, cval=-0.75, origin=origin)
+        np.testing.assert_array_equal(got.get(), tiled.get())
+    a = rng.standard_normal((41, 30, 52)).astype(np.float32)
+    w = rng.standard_normal((5, 3, 4))
+    x = da.from_array(cp.asarray(a), chunks=(13, 16, 52))
+    poison_gpu_pool(a.nbytes * 4)
+    with dask.config.set(scheduler="threads"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = dc.correlate(x, w, mode=mode).compute()
+    assert_matches(got, ndi.correlate(a.astype(np.float64), w, mode=mode).astype(np.float32), dtype=np.float32)
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_1d_gaussian_and_derivatives(cp, rng, mode):
     a = rng.standard_normal((37, 45, 29)).astype(np.float32)
     for axis in (0, 1, 2):

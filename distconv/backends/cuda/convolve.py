@@ -280,11 +280,9 @@ def _launch_separable(tile: Tile, pair, cval: float, out, second=None, binning=N
     src, _keep = dc_tile(tile, gs)
     th, tw = loader.define("DC_SEP_TH"), loader.define("DC_SEP_TW")
     grid = (-(-oW // tw), min(-(-oH // th), 65535), min(oD, 65535))
-    taps = np.concatenate([w0, w1, mask2.ravel() if second else []])
-    struct = np.zeros((), np.dtype([("w", T, (len(taps),))], align=True))  # DcTaps, by value
-    struct["w"] = taps
+    taps = _taps(T, np.concatenate([w0, w1, mask2.ravel() if second else []]))
     args = (src, out if binning is None else np.uint64(0), np.int64(oD), np.int64(oH), np.int64(oW),
-            np.int64(offH), np.int64(offW), np.int32(MODES[mode]), scalar(cval, T), struct[()])
+            np.int64(offH), np.int64(offW), np.int32(MODES[mode]), scalar(cval, T), taps)
     tail = (np.int64(jH), np.int64(jW), np.int64(off2H), np.int64(off2W), np.int32(MODES[mode2]),
             scalar(cval2, T)) + bargs + (counts_dev, np.int32(copies))
     fn(grid, (loader.define("DC_SEP_BX"), loader.define("DC_SEP_BY")), args + tail, shared_mem=smem)
@@ -306,18 +304,67 @@ def tiled_shape(T, KH: int, KW: int, oH: int) -> tuple:
     return 32, 8, 4, 4 if np.dtype(T) == np.float32 and max(KH, KW) <= 16 else 2
 
 
+# A 3-D mask slides along z (distconv_correlate_slide3d: each input plane staged once, KD sets
+# of accumulators per thread) when its depth, width and taps fit the registers and parameters:
+SLIDE_MAX_DEPTH = 8
+SLIDE_MAX_WIDTH = 16
+SLIDE_TWO_ROWS = 27  # masks of at most this many taps: two output rows per thread
+
+
+def slides(T, KD: int, KH: int, KW: int) -> bool:
+    """Whether distconv_correlate_slide3d runs a KD x KH x KW mask of dtype T."""
+    return (2 <= KD <= SLIDE_MAX_DEPTH and max(KH, KW) <= SLIDE_MAX_WIDTH
+            and KD * KH * KW * np.dtype(T).itemsize <= loader.define("DC_SLIDE_TAP_BYTES"))
+
+
+def slide_shape(T, KD: int, KH: int, KW: int) -> tuple:
+    """distconv_correlate_slide3d's (BX, BY, PX, PY): 32 x 8 threads of 4 columns by one row, two
+    rows for small masks (staging and taps shared by more outputs; bigger masks' KD sets of
+    accumulators leave no registers for a second row: ptxas sweep, NOTES.md)."""
+    return 32, 8, 4, 2 if KD * KH * KW <= SLIDE_TWO_ROWS else 1
+
+
+def slide_planes(KD: int) -> int:
+    """Output planes per block of distconv_correlate_slide3d: it stages KD - 1 planes more than
+    it writes, so deeper masks take longer runs (fewer blocks); 3x3x3: 1.26 ms per GiB at 32,
+    1.46 at 64; 5x5x5: 3.12 and 3.02 ms (H200, NOTES.md)."""
+    return 32 if KD <= 3 else 64
+
+
+def _plane_bytes(T, KH: int, KW: int, BX: int, BY: int, PX: int, PY: int) -> int:
+    """One staged plane of the tiled and sliding kernels (their headers' SH x SWP)."""
+    vn = 16 // T.itemsize
+    wn = -(-(PX + KW - 1) // vn) * vn
+    return (BY * PY + KH - 1) * ((BX - 1) * PX + wn) * T.itemsize
+
+
+def _taps(T, taps) -> np.void:
+    """A DcTaps<T, len(taps)> kernel argument (passed by value)."""
+    struct = np.zeros((), np.dtype([("w", T, (len(taps),))], align=True))
+    struct["w"] = taps
+    return struct[()]
+
+
 def launch(src, out, out3, offs, mask3: np.ndarray, mode: int, cval: float):
     """Run the best correlate kernel for mask3 (KD, KH, KW) writing out (viewed as out3)."""
     T = out.dtype
     KD, KH, KW = mask3.shape
-    mod_args = (src, out, *(np.int64(v) for v in out3), *(np.int64(v) for v in offs), np.int32(KD))
-    tail = (np.int32(mode), scalar(cval, T))
     oD, oH, oW = out3
+    sizes = (src, out, *(np.int64(v) for v in out3), *(np.int64(v) for v in offs))
+    if slides(T, KD, KH, KW):
+        BX, BY, PX, PY = slide_shape(T, KD, KH, KW)
+        name = loader.template("distconv_correlate_slide3d", ctype(T), KD, KH, KW, BX, BY, PX, PY)
+        smem = 2 * _plane_bytes(T, KH, KW, BX, BY, PX, PY)
+        nz = slide_planes(KD)
+        grid = (-(-oW // (BX * PX)), min(-(-oH // (BY * PY)), 65535), min(-(-oD // nz), 65535))
+        args = sizes + (np.int32(mode), scalar(cval, T), np.int32(nz), _taps(T, mask3.ravel()))
+        loader.function("convolve", name, smem)(grid, (BX, BY, 1), args, shared_mem=smem)
+        return
+    mod_args = sizes + (np.int32(KD),)
+    tail = (np.int32(mode), scalar(cval, T))
     if KH <= MAX_TILED and KW <= MAX_TILED:
         BX, BY, PX, PY = tiled_shape(T, KH, KW, oH)
-        vn = 16 // T.itemsize
-        wn = -(-(PX + KW - 1) // vn) * vn
-        smem = (BY * PY + KH - 1) * ((BX - 1) * PX + wn) * T.itemsize
+        smem = _plane_bytes(T, KH, KW, BX, BY, PX, PY)
         grid = (-(-oW // (BX * PX)), min(-(-oH // (BY * PY)), 65535), min(oD, 65535))
         block = (BX, BY, 1)
         cmask = mask3.size <= 1024
@@ -348,6 +395,12 @@ INSTANTIATIONS = [
 ] + [
     loader.template("distconv_correlate_tiled", "float", 32, 32, *tiled_shape(np.float32, 32, 32, 9), True),
     loader.template("distconv_correlate_direct", "float", True),
+] + [
+    loader.template("distconv_correlate_slide3d", ctype(np.dtype(t)), kd, kh, kw, *slide_shape(t, kd, kh, kw))
+    for t in (np.float32, np.float64) for kd, kh, kw in ((3, 3, 3), (5, 5, 5), (2, 4, 3), (3, 1, 16), (6, 6, 6))
+    if slides(t, kd, kh, kw)
+] + [
+    loader.template("distconv_correlate_slide3d", "float", 8, 8, 8, *slide_shape(np.float32, 8, 8, 8)),
     loader.template("distconv_correlate_direct", "double", False),
 ] + [
     loader.template("distconv_separable2d", t, k0, k1, 1, 1, loader.define("DC_BIN_NONE"), t)
