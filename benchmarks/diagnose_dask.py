@@ -1,7 +1,8 @@
 """Where the dask-layer time goes: for each op at distconv's default blocks and at the user's
 256 MiB chunks, on GPU-resident data (one GPU worker, 16 GiB): client wall time, the span of
-the tasks on the worker, and per key prefix the task count and busy time (host time: kernels
-are asynchronous, so busy >> GPU time means the host waited). `python -m benchmarks.diagnose_dask`."""
+the tasks on the worker, when the scheduler sent the first task and held the last result, and
+per key prefix the task count and busy time (host time: kernels are asynchronous, so busy >>
+GPU time means the host waited). `python -m benchmarks.diagnose_dask`."""
 
 from __future__ import annotations
 
@@ -11,11 +12,33 @@ from collections import defaultdict
 import numpy as np
 
 
+def _name(key) -> str:
+    return key[0] if isinstance(key, tuple) else str(key)
+
+
+def _sent_and_done(names, t0, dask_scheduler=None):
+    """ms after t0: the scheduler took the graph up, first sent a task of it to a worker, held
+    the last key named in ``names`` (from its transition log; -1: not seen)."""
+    sent, done, handled = [], [], []
+    for key, _start, finish, _rec, stim, ts in list(dask_scheduler.transition_log)[-5000:]:
+        if ts < t0:
+            continue
+        if finish == "processing":
+            sent.append(ts)
+            if stim.startswith("update-graph-"):  # (stamped when the scheduler took the graph up)
+                handled.append(float(stim.rsplit("-", 1)[1]))
+        elif finish == "memory" and _name(key) in names:
+            done.append(ts)
+    ms = lambda v: (min(v) - t0) * 1e3 if v else -1.0  # noqa: E731
+    return ms(handled), ms(sent), (max(done) - t0) * 1e3 if done else -1.0
+
+
 def main(gpus: int = 1):
     import cupy
     import dask
     import dask.array as da
     from dask_cuda import LocalCUDACluster
+    from dask.core import flatten
     from distributed import Client, wait
 
     import distconv as dc
@@ -33,13 +56,14 @@ def main(gpus: int = 1):
              "deriv8": lambda: dc.derivative(x, 0, accuracy=8),
              "chain3": lambda: dc.histogram(dc.laplace(dc.gaussian_filter(x, 2.0)), bins=256, range=(-1, 1))[0],
              "trivial": lambda: x.map_blocks(lambda b: b[:1, :1], chunks=tuple((1,) * n for n in x.numblocks))}
-    for blocks, limit in (("default", 2 * 2**30), ("user", 0)):
+    for blocks, limit in (("default", 2 * 2**30), ("16 GiB", 16 * 2**30), ("user", 0)):
         with dask.config.set({"distconv.block-bytes": limit}):
             for name, make in list(cases.items()) * 2:
                 client.get_task_stream()  # reset window
                 y = make()
                 t0 = time.time()
                 y = y.persist()
+                returned = (time.time() - t0) * 1e3
                 wait(y)
                 wall = time.time() - t0
                 ts = client.get_task_stream(start=t0)
@@ -64,7 +88,11 @@ def main(gpus: int = 1):
                             moved[1] += s["stop"] - s["start"]
                 span = (max(stops) - min(starts)) * 1e3 if starts else 0
                 lead = (min(starts) - t0) * 1e3 if starts else 0
-                print(f"{blocks:8s} {name:8s}: wall {wall * 1e3:6.1f} ms, first task at {lead:5.1f} ms, span {span:6.1f} ms; "
+                took, sent, done = client.run_on_scheduler(_sent_and_done, {_name(k) for k in flatten(y.__dask_keys__())}, t0)
+                print(f"{blocks:8s} {name:8s}: wall {wall * 1e3:6.1f} ms, persist returns at {returned:4.1f} ms, "
+                      f"scheduler takes the graph up at {took:4.1f} ms, sends at {sent:5.1f} ms, "
+                      f"first task at {lead:5.1f} ms, span {span:6.1f} ms, last result at the scheduler "
+                      f"{done:5.1f} ms; "
                       + "; ".join(f"{k}: {n} tasks {d * 1e3:.1f} ms busy" for k, (n, d) in per.items())
                       + f"; transfers {moved[0]} ({moved[1] * 1e3:.1f} ms)", flush=True)
                 if gpus > 1:
