@@ -32,6 +32,54 @@ __device__ __forceinline__ void dc_rank_insert(T (&buf)[R], T v) {
     }
 }
 
+// a <- min(a, b), b <- max(a, b): values, never NaN (the median path maps NaN first).
+template <typename T> __device__ __forceinline__ void dc_minmax(T &a, T &b) {
+    const T lo = b < a ? b : a;
+    b = b < a ? a : b;
+    a = lo;
+}
+template <> __device__ __forceinline__ void dc_minmax<float>(float &a, float &b) {
+    const float lo = fminf(a, b);
+    b = fmaxf(a, b);
+    a = lo;
+}
+
+// NaN ranks as the largest value in the kept-R insert (it never enters the buffer, which starts
+// at +inf): the median path maps it to +inf so both give the same pick.
+template <typename T> __device__ __forceinline__ T dc_nan_high(T v) {
+    return dc_isnan(v) ? dc_limits<T>::highest() : v;
+}
+
+// Median of the N = KD*KH*KW values of a full box (N odd) by forgetful selection: keep
+// M = N/2 + 2 values; each step moves the smallest of the kept ones to the front and the
+// largest to the back, forgets both (neither can be the median of what is left) and takes the
+// next input into the back's slot; the last three hold it in the middle. ~(N/2)^2 compare-
+// exchanges of min/max instead of N*(N/2+1) for the kept-R insert (NOTES.md); all indices are
+// compile-time, so the values stay in registers. base: the output's first window element in
+// the staged planes (plane pitch SH*SW, row pitch SW).
+#define DC_RANK_FORGET_MAX 27  // largest N taken this way (larger: code size)
+template <typename T, int KD, int KH, int KW, int SH, int SW>
+__device__ __forceinline__ T dc_forgetful_median(const T *base) {
+    constexpr int N = KD * KH * KW, M = N / 2 + 2;
+    static_assert(N % 2 == 1 && N >= 3, "an odd footprint");
+    T b[M];
+#pragma unroll
+    for (int t = 0; t < M; ++t)
+        b[t] = dc_nan_high(base[((t / (KH * KW)) * SH + (t / KW) % KH) * SW + t % KW]);
+#pragma unroll
+    for (int lo = 0; lo <= N - M; ++lo) {  // the kept values are b[lo .. M-1]
+#pragma unroll
+        for (int j = lo + 1; j < M; ++j) dc_minmax(b[lo], b[j]);
+#pragma unroll
+        for (int j = lo + 1; j < M - 1; ++j) dc_minmax(b[j], b[M - 1]);
+        if (lo < N - M) {
+            const int t = M + lo;
+            b[M - 1] = dc_nan_high(base[((t / (KH * KW)) * SH + (t / KW) % KH) * SW + t % KW]);
+        }
+    }
+    return b[N - M + 1];
+}
+
 // ---------------------------------------------------------------------------------------------
 // distconv_rank: the R-th smallest (TOP: R-th largest) value over a KD x KH x KW footprint box.
 // Threads -> data: a block of BX x BY threads owns an output tile of TH = BY*PY rows by TW = BX
@@ -42,20 +90,23 @@ __device__ __forceinline__ void dc_rank_insert(T (&buf)[R], T v) {
 //   rows by SW = TW+KW-1 columns, T each; consecutive threads read consecutive columns.
 // Registers: R values per thread (the R smallest seen so far, sorted), R <= DC_RANK_KEEP and
 //   R * sizeof(T) <= DC_RANK_KEEP_BYTES;
-//   taps are unrolled for small R only (see the loop). Float builds keeping R <= 8 are made
+//   taps are unrolled for small R only (see the loop). FULL (every tap of the box on): no
+//   footprint test per tap, and the median of up to DC_RANK_FORGET_MAX taps by forgetful
+//   selection (dc_forgetful_median: the same pick). Float builds keeping R <= 8 are made
 //   for 3 blocks per SM (<= 85 registers): left alone, ptxas gave the 3x3 median 92 after a
 //   change in the staging loop and the block lost a third of its occupancy (NOTES.md).
 // Footprint: a bit per tap, copied to static shared memory (taps off the footprint are
 //   skipped; the test is uniform per warp).
 // Limits: KD*KH*KW <= 64*DC_RANK_WORDS and KD*SH*SW*sizeof(T) <= DC_RANK_SMEM (launcher
 //   checks both; larger footprints take cupyx's rank filter); sizes 64-bit.
-template <typename T, int KD, int KH, int KW, int R, bool TOP, int BX, int BY, int PY>
+template <typename T, int KD, int KH, int KW, int R, bool TOP, int BX, int BY, int PY, bool FULL>
 __global__ void __launch_bounds__(BX *BY, sizeof(T) <= 4 && R <= 8 ? 3 : 1)
 distconv_rank(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW, i64 offD, i64 offH,
               i64 offW, int mode, T cval, const DcFootprint fp) {
     static_assert(R >= 1 && R <= DC_RANK_KEEP && R * sizeof(T) <= DC_RANK_KEEP_BYTES, "R too large");
     static_assert(KD * KH * KW <= 64 * DC_RANK_WORDS, "footprint too large");
     constexpr int TH = BY * PY, TW = BX, SH = TH + KH - 1, SW = TW + KW - 1;
+    constexpr bool FORGET = FULL && !TOP && KD * KH * KW == 2 * R - 1 && KD * KH * KW <= DC_RANK_FORGET_MAX;
     extern __shared__ __align__(16) unsigned char dc_smem_raw[];
     T *s = reinterpret_cast<T *>(dc_smem_raw);
     __shared__ unsigned long long s_fp[DC_RANK_WORDS];  // a parameter indexed at run time would
@@ -79,6 +130,11 @@ distconv_rank(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD, i
             for (int py = 0; py < PY; ++py) {
                 const i64 y = y0 + ty * PY + py, x = x0 + tx;
                 if (y >= oH || x >= oW) continue;
+                if constexpr (FORGET) {
+                    out[(z * oH + y) * oW + x] =
+                        dc_forgetful_median<T, KD, KH, KW, SH, SW>(s + (ty * PY + py) * SW + tx);
+                    continue;
+                }
                 T buf[R];
 #pragma unroll
                 for (int j = 0; j < R; ++j) buf[j] = far;
@@ -92,7 +148,7 @@ distconv_rank(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD, i
 #pragma unroll(R <= 8 ? KW : 1)
                         for (int kw = 0; kw < KW; ++kw) {
                             const int t = (kz * KH + kh) * KW + kw;
-                            if ((s_fp[t >> 6] >> (t & 63)) & 1ull)
+                            if (FULL || ((s_fp[t >> 6] >> (t & 63)) & 1ull))
                                 dc_rank_insert<T, R, TOP>(buf, base[(kz * SH + kh) * SW + kw]);
                         }
                 out[(z * oH + y) * oW + x] = buf[R - 1];

@@ -90,6 +90,32 @@ def test_3d_masks_sliding_along_z(cp, rng, mode, monkeypatch):
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_median_of_full_boxes_by_forgetful_selection(cp, rng, mode, monkeypatch):
+    """Full boxes of up to 27 values take the forgetful-selection median: scipy's result on
+    finite data; with NaN and infinities, the same pick as the kept-R insert path."""
+    from distconv.backends.cuda import rank as rank_kernels
+
+    launch = rank_kernels._launch
+    for dtype, size, shape in [(np.float32, 3, (37, 45)), (np.float32, 5, (29, 70)),
+                               (np.float32, (3, 3, 3), (11, 19, 40)), (np.float64, (3, 3, 3), (9, 13, 17)),
+                               (np.int32, 5, (33, 41)), (np.uint8, (1, 3, 3), (5, 30, 31)),
+                               (np.float32, (3, 1, 5), (7, 9, 33))]:
+        a = (rng.standard_normal(shape) * 100).astype(dtype)
+        got, ref = both(cp, dc.median_filter, a, size=size, mode=mode, cval=1.5)
+        assert_matches(got, ref)
+        if a.dtype.kind != "f":
+            continue
+        for value, share in ((np.nan, 0.08), (np.inf, 0.03), (-np.inf, 0.03)):
+            a[rng.random(shape) < share] = value
+        poison_gpu_pool(a.nbytes * 4)
+        got = dc.median_filter(cp.asarray(a), size=size, mode=mode, cval=np.nan)
+        with monkeypatch.context() as m:
+            m.setattr(rank_kernels, "_launch", lambda *args, **kw: launch(*args, **{**kw, "full": False}))
+            kept = dc.median_filter(cp.asarray(a), size=size, mode=mode, cval=np.nan)
+        np.testing.assert_array_equal(got.get(), kept.get())
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_1d_gaussian_and_derivatives(cp, rng, mode):
     a = rng.standard_normal((37, 45, 29)).astype(np.float32)
     for axis in (0, 1, 2):

@@ -47,7 +47,7 @@ def _fits(k3, R: int, T) -> bool:
             and R * T.itemsize <= loader.define("DC_RANK_KEEP_BYTES") and smem <= loader.define("DC_RANK_SMEM"))
 
 
-def _launch(src, out, out3, offs, k3, bits, R: int, top: bool, mode: int, cval):
+def _launch(src, out, out3, offs, k3, bits, R: int, top: bool, mode: int, cval, full: bool = False):
     T = out.dtype
     oD, oH, oW = out3
     bx, by, py = (loader.define(n) for n in ("DC_RANK_BX", "DC_RANK_BY", "DC_RANK_PY"))
@@ -55,7 +55,7 @@ def _launch(src, out, out3, offs, k3, bits, R: int, top: bool, mode: int, cval):
         bx, by, py = bx * by, 1, 1
     KD, KH, KW = k3
     smem = KD * (by * py + KH - 1) * (bx + KW - 1) * T.itemsize  # kernel header formula
-    name = loader.template("distconv_rank", ctype(T), KD, KH, KW, R, top, bx, by, py)
+    name = loader.template("distconv_rank", ctype(T), KD, KH, KW, R, top, bx, by, py, full)
     fn = loader.function("rank", name, smem)
     grid = (-(-oW // bx), min(-(-oH // (by * py)), 65535), min(oD, 65535))
     fp = np.zeros((), dtype=DC_FOOTPRINT)
@@ -97,7 +97,7 @@ def rank(block, footprint: np.ndarray, rank: int, mode: str, cval: float, origin
     if out.size:
         src, _keep_alive = dc_tile(tile, gs)
         _launch(src, out, group_sizes(out.shape, gs), offs, k3, _bits(footprint.reshape(k3)), R, top,
-                MODES[mode], _cval(cval, T, dtype))
+                MODES[mode], _cval(cval, T, dtype), full=bool(footprint.all()))
     return out.astype(dtype, copy=False)
 
 
@@ -135,7 +135,7 @@ def extremum_passes(block, passes: list, minimum: bool, mode, cval: float):
         elif _fits(k3, 1, T):
             src, _keep_alive = dc_tile(cur, gs)
             _launch(src, out, group_sizes(out.shape, gs), offs, k3, _bits(np.ones(k3, bool)), 1,
-                    not minimum, MODES[mode_of(mode, axis)], _cval(cval, T))
+                    not minimum, MODES[mode_of(mode, axis)], _cval(cval, T), full=True)
         else:
             out = _cupyx_pass(cur, axis, size, origin, minimum, mode_of(mode, axis), cval)
         lo_ext[axis] = 0
@@ -157,13 +157,15 @@ def _cupyx_pass(cur: Tile, axis, size, origin, minimum, mode, cval):
 
 # Representative instantiations, compiled ahead by the nvcc test (tests/test_kernels_build.py)
 INSTANTIATIONS = [
-    loader.template("distconv_rank", t, kd, kh, kw, r, top, 32, 8, 4)
+    loader.template("distconv_rank", t, kd, kh, kw, r, top, 32, 8, 4, full)
     for t in ("float", "double", "int", "long long")
     for kd, kh, kw, r, top in ((1, 3, 3, 5, False), (1, 5, 5, 13, False), (1, 1, 9, 1, True),
-                               (1, 9, 1, 1, False), (3, 3, 3, 14, True), (1, 9, 9, 41, False))
+                               (1, 9, 1, 1, False), (3, 3, 3, 14, True), (1, 9, 9, 41, False),
+                               (3, 3, 3, 14, False))
+    for full in (False, True)
 ] + [
-    loader.template("distconv_rank", "float", 1, 1, 31, 1, False, 256, 1, 1),
-    loader.template("distconv_rank", "unsigned long long", 1, 3, 3, 5, False, 32, 8, 4),
-    loader.template("distconv_rank", "double", 1, 9, 11, 48, True, 32, 8, 4),
-    loader.template("distconv_rank", "float", 1, 11, 11, 61, True, 32, 8, 4),
+    loader.template("distconv_rank", "float", 1, 1, 31, 1, False, 256, 1, 1, True),
+    loader.template("distconv_rank", "unsigned long long", 1, 3, 3, 5, False, 32, 8, 4, True),
+    loader.template("distconv_rank", "double", 1, 9, 11, 48, True, 32, 8, 4, False),
+    loader.template("distconv_rank", "float", 1, 11, 11, 61, True, 32, 8, 4, False),
 ]
