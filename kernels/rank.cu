@@ -8,7 +8,8 @@
 
 #define DC_RANK_BX 32       // threads per block: DC_RANK_BX x DC_RANK_BY
 #define DC_RANK_BY 8
-#define DC_RANK_PY 4        // output rows per thread (DC_RANK_BY * DC_RANK_PY rows per block)
+#define DC_RANK_PY 4        // output rows per thread (DC_RANK_BY * DC_RANK_PY rows per block; the
+                            // launcher gives single-value passes more: rank.py PASS_ROWS)
 #define DC_RANK_KEEP 64     // most values one thread keeps (R below) ...
 #define DC_RANK_KEEP_BYTES 384  // ... and most bytes of them (registers, no spills)
 #define DC_RANK_WORDS 16    // footprint bits: at most 64 * DC_RANK_WORDS taps
