@@ -9,7 +9,11 @@ from ...core.arrays import into
 from . import guard_memory, loader, target
 from .types import ctype
 
-ROWS_ITEMS = {4: 16, 8: 8}   # elements per thread in a row tile, by sizeof(T)
+# elements per thread in a row tile, by sizeof(T): 4-byte scans take 32 KiB tiles (the most
+# static shared memory allows), one look-back per 32 KiB: 16 KiB tiles spent their time at the
+# barrier behind the look-back (scan1d 1.25 -> 0.91 ms per GiB on H200, NOTES.md); 8-byte scans
+# keep 16 KiB (64-bit sums over 16 items spill on sm_80)
+ROWS_ITEMS = {4: 32, 8: 8}
 COLS_ROWS = {4: 32, 8: 16}   # rows per thread in a column tile
 
 BLOCK = loader.define("DC_BLOCK")  # threads per block, from kernels/common.cuh
