@@ -9,7 +9,6 @@ python -m benchmarks.diagnose_conv3d [--out DIR] [--repeat N]
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -71,12 +70,7 @@ def main(argv=None) -> int:
                 record(f"{name} ({rnd})", k, lambda w=w: dc.correlate(v, w), tiled[k])
     loader._OPTIONS = base
     loader._modules.clear()
-    doc = {"device": harness.device_name(), "commit": harness.commit(), "copy_GBps": round(copy, 1),
-           "builds": {k: list(o) for k, o in BUILDS.items()}, "rows": table}
-    path = Path(args.out) / f"{harness.device_name().replace(' ', '-')}-conv3d-variants.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=1))
-    print(f"wrote {path}")
+    print(f"wrote {harness.write_variants(Path(args.out), 'conv3d', copy, BUILDS, table)}")
     return 0
 
 

@@ -9,7 +9,6 @@ python -m benchmarks.diagnose_kernels [--out DIR] [--variant NAME=-DA=1,-DB=2 ..
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -94,12 +93,7 @@ def main(argv=None) -> int:
             table[name][vname] = {"ms": round(ms, 4), "pct_copy": round(100 * nbytes / ms / 1e6 / copy, 1)}
             print(f"{vname:>18} {name:<40} {ms:8.3f} ms {table[name][vname]['pct_copy']:6.1f} % copy", flush=True)
     loader._OPTIONS = base
-    doc = {"device": harness.device_name(), "commit": harness.commit(), "copy_GBps": round(copy, 1),
-           "variants": {k: list(v) for k, v in variants.items()}, "rows": table}
-    path = Path(args.out) / f"{harness.device_name().replace(' ', '-')}-kernel-variants.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=1))
-    print(f"wrote {path}")
+    print(f"wrote {harness.write_variants(Path(args.out), 'kernel', copy, variants, table)}")
     return 0
 
 

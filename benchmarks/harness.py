@@ -83,6 +83,19 @@ def write(rows: list[Row], copy: float, out_dir: Path, gpus: int = 1, suffix: st
     return path
 
 
+def write_variants(out_dir: Path, kind: str, copy: float, variants: dict, rows: dict) -> Path:
+    """A diagnosis table (ms and % of copy per row and variant; ``variants``: name -> its
+    compile switches) as ``<device>-<kind>-variants.json``; outputs are checked by the rows
+    run, not here."""
+    name = device_name()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name.replace(' ', '-')}-{kind}-variants.json"
+    doc = {"device": name, "commit": commit(), "copy_GBps": round(copy, 1),
+           "variants": {k: list(v) for k, v in variants.items()}, "rows": rows}
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    return path
+
+
 def table(rows: list[Row], copy: float) -> str:
     head = f"{'case':<18}{'ms':>9}{'GB/s':>9}{'%copy':>7}{'anchor ms':>11}{'speedup':>9}{'eff':>6}{'halo':>6}  ok  anchor"
     lines = [f"copy baseline: {copy:.1f} GB/s", head]

@@ -63,20 +63,18 @@ template <typename T, int KD, int KH, int KW, int SH, int SW>
 __device__ __forceinline__ T dc_forgetful_median(const T *base) {
     constexpr int N = KD * KH * KW, M = N / 2 + 2;
     static_assert(N % 2 == 1 && N >= 3, "an odd footprint");
+    // tap t = (kz * KH + kh) * KW + kw of the window, NaN ranked high
+    const auto tap = [&](int t) { return dc_nan_high(base[((t / (KH * KW)) * SH + (t / KW) % KH) * SW + t % KW]); };
     T b[M];
 #pragma unroll
-    for (int t = 0; t < M; ++t)
-        b[t] = dc_nan_high(base[((t / (KH * KW)) * SH + (t / KW) % KH) * SW + t % KW]);
+    for (int t = 0; t < M; ++t) b[t] = tap(t);
 #pragma unroll
     for (int lo = 0; lo <= N - M; ++lo) {  // the kept values are b[lo .. M-1]
 #pragma unroll
         for (int j = lo + 1; j < M; ++j) dc_minmax(b[lo], b[j]);
 #pragma unroll
         for (int j = lo + 1; j < M - 1; ++j) dc_minmax(b[j], b[M - 1]);
-        if (lo < N - M) {
-            const int t = M + lo;
-            b[M - 1] = dc_nan_high(base[((t / (KH * KW)) * SH + (t / KW) % KH) * SW + t % KW]);
-        }
+        if (lo < N - M) b[M - 1] = tap(M + lo);
     }
     return b[N - M + 1];
 }
