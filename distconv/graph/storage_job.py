@@ -189,7 +189,7 @@ def _run_block(job: Job, i: int, slot: int, mark, clock):
     n0 = job.layout.shape[0]
     (lo_h, hi_h) = job.stencil.depth[0]
     lo, hi = max(0, r0 - lo_h), min(n0, r1 + hi_h)
-    fetched = _fetch(job, i, (lo, r0, r1, hi), slot, clock)
+    fetched = _fetch(job, (lo, r0, r1, hi), slot, clock)
     write = not mark.exists()
     with _device_turn(job.gpu, slot, clock):
         ext = _to_device(job, fetched, lo, hi, clock)
@@ -258,7 +258,7 @@ class _Clock:
         self.laps[what] = self.laps.get(what, 0) + n
 
 
-def _fetch(job: Job, i: int, rows: tuple, slot: int, clock):
+def _fetch(job: Job, rows: tuple, slot: int, clock):
     """The read stage: rows lo..hi of the input (``rows`` = (lo, r0, r1, hi): the block r0..r1
     and its halo) on the host, as shards.Frames when the input's shards decode on this GPU
     through nvCOMP (the files read straight into pinned memory), else as an array decoded by
@@ -282,22 +282,25 @@ def _fetch(job: Job, i: int, rows: tuple, slot: int, clock):
         host = transfer.staging(slot, "read", nbytes).view(src.dtype).reshape(shape)
     else:
         host = np.empty(shape, src.dtype)
-    gpu_rows = _gpu_rows(job, src, i)
-    pending = _AHEAD.take(job, src, i) if gpu_rows else None
-    if i + 1 < len(job.row_blocks) and _gpu_rows(job, src, i + 1):
-        _AHEAD.start(job, src, i + 1)
-    clock.count("halos decoded", _EDGES.read(job.run, src, host, rows, job.stencil.depth[0], gpu_rows))
+    gpu_rows, pending = _decode_on_gpu(job, src, slot, r0, r1)
+    if gpu_rows:
+        clock.lap("read chunk files")
+    try:
+        clock.count("halos decoded", _EDGES.read(job.run, src, host, rows, job.stencil.depth[0], gpu_rows))
+    except BaseException:
+        if pending is not None:  # the slot's staging is free again only once the GPU has read it
+            futures.wait([pending])
+        raise
     clock.lap("decode")
     return _Split(host, r0 - lo, gpu_rows, pending) if gpu_rows else host
 
 
 # Of a block's own rows in a plain zstd input (zarr's unsharded chunks), the first whole chunk
-# rows up to this share are decoded by nvCOMP on the GPU, the rest by the CPU. nvCOMP decodes
-# each frame on one unit of the GPU: 8 chunks of 64 MiB take 0.66 s on an H200, as long as one
-# does, and 32 take 0.69 s, while the CPU decodes a whole 1 GiB block in ~1.2 s inside a job.
-# So the GPU adds decode throughput only when its latency is hidden: each block starts the
-# GPU's share of the next block (read its chunk files, decode) and finds its own share done
-# (NOTES.md, round 6). dask config ``distconv.gpu-decode-share`` changes it (0: CPU only).
+# rows up to this share are decoded by nvCOMP on the GPU while the CPU decodes the rest. nvCOMP
+# decodes each frame on one unit of the GPU: 8 chunks of 64 MiB take 0.66 s on an H200, as
+# long as one does, and 32 take 0.69 s; the CPU decodes that data in ~0.5 s inside a job. So
+# the GPU adds decode throughput and half the block keeps the CPU's latency (NOTES.md, round 6).
+# dask config ``distconv.gpu-decode-share`` changes it (0: the CPU decodes every chunk).
 GPU_DECODE_SHARE = 0.5
 SHARE_KEY = "distconv.gpu-decode-share"
 
@@ -316,87 +319,39 @@ def gpu_decode_share() -> float:
 @dataclass
 class _Split:
     """A block's rows on the host, but for ``rows`` rows from offset ``at`` that a GPU decode
-    provides (``pending``: a future of a cupy array, or of None when a chunk was absent)."""
+    in flight provides (``pending``: a future of a cupy array)."""
     host: np.ndarray
     at: int
     rows: int
-    pending: futures.Future
+    pending: object
 
 
-def _gpu_rows(job: Job, src, i: int) -> int:
-    """How many of block ``i``'s first rows the GPU decodes: whole chunk rows up to the share,
-    leaving the CPU the rows the block below takes as its upper halo (_EdgeRows); 0 without a
-    GPU or nvCOMP, for sharded or other codecs, or when a block starts off a chunk row."""
-    r0, r1 = job.row_blocks[i]
-    c = src.chunks[0]
-    if not job.gpu or job.src_layout is not None or r0 % c or not chunk_heads.plain(src):
-        return 0
+def _decode_on_gpu(job: Job, src, slot: int, r0: int, r1: int) -> tuple:
+    """Start the GPU's share of the block's rows r0..r1 of a plain zstd input: read its chunk
+    files into the slot's pinned staging, then decode them on the slot's stream in another
+    thread while this one decodes the rest on the CPU. Returns (rows r0.. the GPU decodes, a
+    future of them); (0, None) when it takes none (no GPU or nvCOMP, sharded or other codecs,
+    fewer than two chunk rows, a chunk absent)."""
+    none = (0, None)
+    if not job.gpu or job.src_layout is not None or r0 % src.chunks[0]:
+        return none
+    from ..backends.cuda import transfer
     from ..backends.cuda import zstd as gpu_zstd
 
+    c = src.chunks[0]
     rows = int((r1 - r0) // c * gpu_decode_share()) * c
-    return rows if rows and r1 - r0 - rows >= max(1, job.stencil.depth[0][0]) and gpu_zstd.available() else 0
+    # the CPU keeps at least the rows the block below takes as its upper halo (_EdgeRows)
+    if rows == 0 or r1 - r0 - rows < max(1, job.stencil.depth[0][0]) or not gpu_zstd.available():
+        return none
+    fr = plain_chunks.read_frames(src, job.src, r0, r0 + rows, functools.partial(transfer.staging, slot, "chunks"))
+    if fr is None:
+        return none
 
+    def decode():
+        with transfer.slot_stream(slot):
+            return shards.decode_rows(fr, r0, r0 + rows, gpu_zstd.decode_frames)
 
-class _GpuAhead:
-    """GPU decodes of blocks' shares of zarr chunks, started one block ahead in this process.
-
-    A block starts the next block's share in a pool thread (chunk files read into the thread's
-    pinned staging, nvCOMP decode on the thread's stream), unless that block has started it
-    already, and takes its own share, started by the block before or else now. A share never
-    taken (its block ran on another worker) is dropped once KEEP newer ones wait, which frees
-    its device memory."""
-
-    KEEP = 4
-
-    def __init__(self):
-        import collections
-
-        self._lock = threading.Lock()
-        self._started = collections.OrderedDict()
-        self._taken = collections.OrderedDict()
-
-    def start(self, job: Job, src, i: int) -> None:
-        key = (job.run, i)
-        with self._lock:
-            if key in self._started or key in self._taken:
-                return
-            self._started[key] = self._submit(job, src, i)
-            while len(self._started) > self.KEEP:
-                self._started.popitem(last=False)
-
-    def take(self, job: Job, src, i: int) -> futures.Future:
-        """Block ``i``'s share: a future of its rows on the device, or of None when a chunk is
-        absent (zarr decodes those rows then)."""
-        key = (job.run, i)
-        with self._lock:
-            self._taken[key] = None
-            while len(self._taken) > 64 * self.KEEP:
-                self._taken.popitem(last=False)
-            fut = self._started.pop(key, None)
-        return fut or self._submit(job, src, i)
-
-    @staticmethod
-    def _submit(job: Job, src, i: int) -> futures.Future:
-        rows, r0 = _gpu_rows(job, src, i), job.row_blocks[i][0]
-
-        def decode():
-            from ..backends.cuda import transfer
-            from ..backends.cuda import zstd as gpu_zstd
-
-            me = ("gpu decode", threading.get_ident())
-            fr = plain_chunks.read_frames(src, job.src, r0, r0 + rows, functools.partial(transfer.staging, me, "chunks"))
-            if fr is None:
-                return None
-            stream = transfer.slot_stream(me)
-            with stream:
-                decoded = shards.decode_rows(fr, r0, r0 + rows, gpu_zstd.decode_frames)
-            stream.synchronize()  # the block reads them on its own stream
-            return decoded
-
-        return _gpu_decoders().submit(decode)
-
-
-_AHEAD = _GpuAhead()
+    return rows, _gpu_decoders().submit(decode)
 
 
 @functools.cache
@@ -420,12 +375,8 @@ def _to_device(job: Job, fetched, lo: int, hi: int, clock):
     if isinstance(fetched, _Split):
         rows = fetched.pending.result()
         clock.lap("gpu decode wait")
-        at, n = fetched.at, fetched.rows
-        if rows is None:  # a chunk of fill values was left out of storage: zarr decodes the rows
-            _decode_into(_open(job.src), lo + at, lo + at + n, fetched.host[at:at + n])
         ext = transfer.to_device(fetched.host, pinned=True)
-        if rows is not None:
-            ext[at:at + n] = rows
+        ext[fetched.at:fetched.at + fetched.rows] = rows
     else:
         ext = transfer.to_device(fetched, pinned=True)
     clock.lap("upload")
