@@ -92,13 +92,12 @@ def test_resume_writes_only_missing_blocks(tmp_path, small_blocks):
     assert s["resumed_bytes"] == (64 - (r1 - r0)) * 40 * clean.itemsize
 
 
-@pytest.mark.parametrize("key, bads", [("distconv.io-slots", (0, "2", True)), ("distconv.device-blocks", (0, "2", True)),
-                                       ("distconv.gpu-decode-share", (-0.1, 1.5, "0.5", True))])
-def test_bad_io_slots_config_is_refused_before_any_work(tmp_path, key, bads):
+@pytest.mark.parametrize("key", ["distconv.io-slots", "distconv.device-blocks"])
+def test_bad_io_slots_config_is_refused_before_any_work(tmp_path, key):
     import dask
 
     wf = _workflow(tmp_path, (40, 30), (10, 30), [{"op": "gaussian_filter", "sigma": 1.0}])
-    for bad in bads:
+    for bad in (0, "2", True):
         with dask.config.set({key: bad}):
             with pytest.raises(batch.WorkflowError, match=key.replace(".", r"\.") + ".*" + repr(bad).replace("'", ".")):
                 batch.run(wf, progress=False)

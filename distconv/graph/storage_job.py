@@ -14,7 +14,6 @@ overlap. A per-block mark makes a rerun with resume skip finished blocks.
 
 from __future__ import annotations
 
-import concurrent.futures as futures
 import contextlib
 import functools
 import heapq
@@ -30,7 +29,7 @@ from .. import backends
 from ..core.arrays import is_cupy, to_host
 from ..core.stencil import Stencil
 from ..core.tile import Tile
-from . import chunk_heads, ownership, plain_chunks, shards
+from . import chunk_heads, ownership, shards
 from .halo import merge_thin
 from .location import Location
 
@@ -282,81 +281,9 @@ def _fetch(job: Job, rows: tuple, slot: int, clock):
         host = transfer.staging(slot, "read", nbytes).view(src.dtype).reshape(shape)
     else:
         host = np.empty(shape, src.dtype)
-    gpu_rows, pending = _decode_on_gpu(job, src, slot, r0, r1)
-    if gpu_rows:
-        clock.lap("read chunk files")
-    try:
-        clock.count("halos decoded", _EDGES.read(job.run, src, host, rows, job.stencil.depth[0], gpu_rows))
-    except BaseException:
-        if pending is not None:  # the slot's staging is free again only once the GPU has read it
-            futures.wait([pending])
-        raise
+    clock.count("halos decoded", _EDGES.read(job.run, src, host, rows, job.stencil.depth[0]))
     clock.lap("decode")
-    return _Split(host, r0 - lo, gpu_rows, pending) if gpu_rows else host
-
-
-# Of a block's own rows in a plain zstd input (zarr's unsharded chunks), the first whole chunk
-# rows up to this share are decoded by nvCOMP on the GPU while the CPU decodes the rest. nvCOMP
-# decodes each frame on one unit of the GPU: 8 chunks of 64 MiB take 0.66 s on an H200, as
-# long as one does, and 32 take 0.69 s; the CPU decodes that data in ~0.5 s inside a job. So
-# the GPU adds decode throughput and half the block keeps the CPU's latency (NOTES.md, round 6).
-# dask config ``distconv.gpu-decode-share`` changes it (0: the CPU decodes every chunk).
-GPU_DECODE_SHARE = 0.5
-SHARE_KEY = "distconv.gpu-decode-share"
-
-
-def gpu_decode_share() -> float:
-    """The GPU's share of a block's zarr chunks, from dask config; a bad value raises naming
-    the key."""
-    import dask
-
-    v = dask.config.get(SHARE_KEY, GPU_DECODE_SHARE)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
-        raise ValueError(f"dask config {SHARE_KEY!r} must be a number from 0 to 1, got {v!r}")
-    return float(v)
-
-
-@dataclass
-class _Split:
-    """A block's rows on the host, but for ``rows`` rows from offset ``at`` that a GPU decode
-    in flight provides (``pending``: a future of a cupy array)."""
-    host: np.ndarray
-    at: int
-    rows: int
-    pending: object
-
-
-def _decode_on_gpu(job: Job, src, slot: int, r0: int, r1: int) -> tuple:
-    """Start the GPU's share of the block's rows r0..r1 of a plain zstd input: read its chunk
-    files into the slot's pinned staging, then decode them on the slot's stream in another
-    thread while this one decodes the rest on the CPU. Returns (rows r0.. the GPU decodes, a
-    future of them); (0, None) when it takes none (no GPU or nvCOMP, sharded or other codecs,
-    fewer than two chunk rows, a chunk absent)."""
-    none = (0, None)
-    if not job.gpu or job.src_layout is not None or r0 % src.chunks[0]:
-        return none
-    from ..backends.cuda import transfer
-    from ..backends.cuda import zstd as gpu_zstd
-
-    c = src.chunks[0]
-    rows = int((r1 - r0) // c * gpu_decode_share()) * c
-    # the CPU keeps at least the rows the block below takes as its upper halo (_EdgeRows)
-    if rows == 0 or r1 - r0 - rows < max(1, job.stencil.depth[0][0]) or not gpu_zstd.available():
-        return none
-    fr = plain_chunks.read_frames(src, job.src, r0, r0 + rows, functools.partial(transfer.staging, slot, "chunks"))
-    if fr is None:
-        return none
-
-    def decode():
-        with transfer.slot_stream(slot):
-            return shards.decode_rows(fr, r0, r0 + rows, gpu_zstd.decode_frames)
-
-    return rows, _gpu_decoders().submit(decode)
-
-
-@functools.cache
-def _gpu_decoders():
-    return futures.ThreadPoolExecutor(io_slots(), thread_name_prefix="distconv-gpu-decode")
+    return host
 
 
 def _to_device(job: Job, fetched, lo: int, hi: int, clock):
@@ -372,13 +299,7 @@ def _to_device(job: Job, fetched, lo: int, hi: int, clock):
         return fetched
     from ..backends.cuda import transfer
 
-    if isinstance(fetched, _Split):
-        rows = fetched.pending.result()
-        clock.lap("gpu decode wait")
-        ext = transfer.to_device(fetched.host, pinned=True)
-        ext[fetched.at:fetched.at + fetched.rows] = rows
-    else:
-        ext = transfer.to_device(fetched, pinned=True)
+    ext = transfer.to_device(fetched, pinned=True)
     clock.lap("upload")
     return ext
 
@@ -427,12 +348,11 @@ class _EdgeRows:
         with self._lock:
             return self._rows.pop(key, None)
 
-    def read(self, run: str, src, host: np.ndarray, rows: tuple, depth: tuple, skip: int = 0):
-        """Fill ``host`` with rows lo..hi of ``src``: the block's own rows r0..r1 decoded here
-        but for the first ``skip`` (decoded elsewhere, on the GPU), its halo rows from a
-        neighbour's published edges where there are any. ``depth``: the job's halo rows
-        (above, below), the same for every block. Returns how many halo pieces were decoded
-        from whole storage chunks (0, 1 or 2)."""
+    def read(self, run: str, src, host: np.ndarray, rows: tuple, depth: tuple):
+        """Fill ``host`` with rows lo..hi of ``src``: the block's own rows r0..r1 decoded here,
+        its halo rows from a neighbour's published edges where there are any. ``depth``: the
+        job's halo rows (above, below), the same for every block. Returns how many halo pieces
+        were decoded from whole storage chunks (0, 1 or 2)."""
         lo, r0, r1, hi = rows
         above, below = depth
         own = host[r0 - lo:r1 - lo]
@@ -442,12 +362,10 @@ class _EdgeRows:
         heads = chunk_heads.plain(src)
         edges = {(run, r1 - above, r1): own[own.shape[0] - above:]}
         if not heads:
-            if skip:
-                raise ValueError("rows decoded elsewhere must not hold edge rows")
             edges[(run, r0, r0 + below)] = own[:below]
         promised = {k: self._promise(k) for k, v in edges.items() if 0 < k[2] - k[1] == v.shape[0]}
         try:
-            _decode_into(src, r0 + skip, r1, own[skip:])
+            _decode_into(src, r0, r1, own)
         except BaseException as e:
             for fut in promised.values():
                 fut.set_exception(e)

@@ -114,28 +114,3 @@ def test_nvcomp_frames_round_trip_with_cpu_zstd(frame):
     np.testing.assert_array_equal(gpu_zstd.decode_frames(cbuf, cstarts, csizes, frame, np.uint8).get(), whole)
     with pytest.raises(ValueError, match="did not decode"):
         gpu_zstd.decode_frames(cbuf, cstarts, csizes, 2 * frame, np.uint8)
-
-
-@pytest.mark.parametrize("steps, ref", [
-    ([{"op": "correlate", "weights": (np.arange(25).reshape(5, 5) % 7 / 10 - 0.3).tolist()}],
-     lambda x: ndi.correlate(x, np.arange(25).reshape(5, 5) % 7 / 10 - 0.3, mode="reflect")),
-    ([{"op": "gaussian_filter", "sigma": 3.0}], lambda x: ndi.gaussian_filter(x, 3.0))])
-def test_zarr_chunks_decoded_part_on_the_gpu_part_on_the_cpu(tmp_path, monkeypatch, steps, ref):
-    """zarr's unsharded zstd chunks: the first half of each block's chunk rows decoded by nvCOMP
-    while zarr decodes the rest (halos deeper than a chunk row too); a chunk zarr left out
-    (fill value) sends its block back to the CPU alone."""
-    from distconv.backends.cuda import zstd as gpu_zstd
-
-    if not gpu_zstd.available():
-        pytest.skip("nvCOMP not installed")
-    monkeypatch.setattr(storage, "GPU_CHUNK_BYTES", 32 * 61 * 4)  # blocks of 4 chunk rows
-    monkeypatch.setattr(storage_job, "SHARD_MIN_BYTES", 0)
-    x = np.random.default_rng(11).standard_normal((203, 61)).astype(np.float32)
-    x[40:48, 16:32] = 0.5
-    z = zarr.create_array(str(tmp_path / "in.zarr"), shape=x.shape, chunks=(8, 16), dtype="f4", fill_value=0.5,
-                          compressors=zarr.codecs.ZstdCodec(level=1))
-    z[...] = x  # the chunk of fill values at rows 40..48 is not stored
-    wf, s = _run(tmp_path, "h", {"path": str(tmp_path / "in.zarr")}, steps)
-    assert s["stage_seconds"]["gpu decode wait"] >= 0 and s["stage_seconds"]["read chunk files"] >= 0
-    np.testing.assert_allclose(zarr.open_array(wf.outputs["path"], mode="r")[...], ref(x.astype(np.float64)),
-                               rtol=2e-5, atol=2e-5)
