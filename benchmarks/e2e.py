@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -68,6 +69,7 @@ def distconv_run(name: str, root: Path, src: Path, steps: list, hist=None) -> di
     p.write_text(yaml.safe_dump(wf))
     summary = root / f"{name}.json"
     cmd = [sys.executable, "-m", "distconv.cli", "run", str(p), "--overwrite", "--no-progress", "--json", str(summary)]
+    shutil.rmtree(out, ignore_errors=True)  # a previous run's output: not deleted inside the timed job
     os.sync()  # the previous run's outputs on disk, not in dirty pages that throttle this one's writes
     if SPY:  # sampled stacks of every process of the run, collapsed (flamegraph) format
         mode, folder = SPY.split(":", 1)
