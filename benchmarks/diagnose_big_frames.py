@@ -1,5 +1,5 @@
 """nvCOMP decode of CPU-written 64 MiB zstd frames (zarr's default unsharded chunks of the e2e
-data, numcodecs level 1) by batch size, against numcodecs on 1-16 threads: can the GPU take
+data, zstd level 1 as zarr writes them) by batch size, against numcodecs on 1-16 threads: can the GPU take
 layout (a)'s decode? (NOTES.md, "End to end, round 6"). Every GPU decode is checked. One JSON
 line per measurement, to stdout and to the file named by the first argument.
 
@@ -19,6 +19,7 @@ import numpy as np
 from benchmarks.diagnose_codec import e2e_block
 from distconv.backends.cuda import transfer
 from distconv.backends.cuda import zstd as gz
+from distconv.backends.numpy import zstd as cpu_zstd
 
 C = 4096              # chunk side: 4096 x 4096 float32 = 64 MiB, as zarr and dask write by default
 FRAME = C * C * 4
@@ -32,15 +33,14 @@ def synced(fn) -> float:
     return time.perf_counter() - t
 
 
-def packed(frames, n):
-    """n frames (cycling) in one pinned buffer at FRAME_ALIGN starts: (buf, starts, sizes)."""
-    fr = (frames * (n // len(frames) + 1))[:n]
-    sizes = np.array([len(f) for f in fr], dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(gz.aligned_up(sizes))[:-1]]).astype(np.int64)
-    buf = transfer.pinned_empty(int(starts[-1] + sizes[-1]), np.uint8)
-    for s, f in zip(starts, fr):
-        buf[s:s + len(f)] = np.frombuffer(f, np.uint8)
-    return buf, starts, sizes
+def packed(chunks, n):
+    """n chunks (cycling) as zstd frames of zarr's level 1 in one pinned buffer, every frame at a
+    FRAME_ALIGN start: (buf, starts, sizes)."""
+    buf, starts, sizes = cpu_zstd.encode_frames(np.stack([chunks[k % len(chunks)] for k in range(n)]), FRAME,
+                                                gz.FRAME_ALIGN)
+    pinned = transfer.pinned_empty(buf.size, np.uint8)
+    pinned[:] = buf
+    return pinned, starts, sizes
 
 
 def main():
@@ -53,10 +53,9 @@ def main():
 
     host = cupy.asnumpy(e2e_block(C, 8 * C))  # one chunk row of the e2e input
     chunks = [np.ascontiguousarray(host[:, j * C:(j + 1) * C]) for j in range(8)]
-    t = time.perf_counter()
-    frames = [numcodecs.Zstd(level=1).encode(c) for c in chunks]
-    say(what="cpu encode 1 thread", GBps=8 * FRAME / (time.perf_counter() - t) / 1e9,
-        ratio=8 * FRAME / sum(len(f) for f in frames))
+    buf, starts, sizes = packed(chunks, 8)
+    frames = [bytes(buf[a:a + n]) for a, n in zip(starts, sizes)]
+    say(what="frames", frame_bytes=FRAME, ratio=8 * FRAME / float(sizes.sum()))
     for threads in (1, 4, 8, 16):
         n = max(threads, 8)
         with ThreadPoolExecutor(threads) as ex:
@@ -68,7 +67,7 @@ def main():
         say(what="cpu decode numcodecs", threads=threads, frames=n, GBps=n * FRAME / sorted(ts)[1] / 1e9)
     ref = cupy.asarray(np.stack(chunks).reshape(-1))
     for n in (1, 2, 4, 8, 16, 32):
-        buf, starts, sizes = packed(frames, n)
+        buf, starts, sizes = packed(chunks, n)
         got = {}
         dt = sorted(synced(lambda: got.update(x=gz.decode_frames(buf, starts, sizes, FRAME, np.float32)))
                     for _ in range(3))[1]
@@ -76,7 +75,7 @@ def main():
         say(what="nvcomp decode 64MiB frames", frames=n, s=dt, GBps=n * FRAME / dt / 1e9,
             checked=bool((got["x"][:k] == ref.view(cupy.float32)[:k]).all()))
         got.clear()
-    buf, starts, sizes = packed(frames, 8)
+    buf, starts, sizes = packed(chunks, 8)
 
     def on_slot(slot):
         with transfer.slot_stream(slot):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -62,6 +61,8 @@ def distconv_run(name: str, root: Path, src: Path, steps: list, hist=None) -> di
     """`distconv run` in a fresh process (what a user times), default cluster, chunks auto."""
     import yaml
 
+    from distconv.graph import ownership
+
     out = root / f"{name}.zarr"
     wf = {"name": name, "input": {"path": str(src)}, "chunks": "auto", "steps": steps,
           "outputs": {"path": str(out), **({"histogram": hist} if hist else {})}}
@@ -69,7 +70,9 @@ def distconv_run(name: str, root: Path, src: Path, steps: list, hist=None) -> di
     p.write_text(yaml.safe_dump(wf))
     summary = root / f"{name}.json"
     cmd = [sys.executable, "-m", "distconv.cli", "run", str(p), "--overwrite", "--no-progress", "--json", str(summary)]
-    shutil.rmtree(out, ignore_errors=True)  # a previous run's output: not deleted inside the timed job
+    # a previous run's output deleted before the timed job, as distconv's --overwrite would: only a
+    # store distconv wrote, with nothing foreign in it (an error otherwise)
+    ownership.claim(str(out), overwrite=True)
     os.sync()  # the previous run's outputs on disk, not in dirty pages that throttle this one's writes
     if SPY:  # sampled stacks of every process of the run, collapsed (flamegraph) format
         mode, folder = SPY.split(":", 1)
