@@ -7,32 +7,43 @@
 #define DC_BIN_EDGES 1
 #define DC_BIN_INTEGER 2
 
+// Truncation toward zero that saturates (NaN -> 0), unlike a C++ cast of an out-of-range value.
+__device__ __forceinline__ int dc_trunc(float f) { return __float2int_rz(f); }
+__device__ __forceinline__ int dc_trunc(double f) { return __double2int_rz(f); }
+
+// The common case of uniform bins: true, with the bin in b, when (v - lo) * scale lies further
+// than `slack` (from the launcher: the edges' distance from the ideal grid plus this
+// arithmetic's rounding, in bins) from both ends of its bin, which also puts v inside the range;
+// false for values that close to an edge, outside the range, or NaN (dc_bin checks those).
+template <typename E>
+__device__ __forceinline__ bool dc_bin_clear(E v, int nbins, E lo, E scale, E slack, int &b) {
+    const E f = (v - lo) * scale;
+    b = dc_trunc(f);
+    const E r = f - E(b);
+    return (unsigned)b < (unsigned)nbins && r > slack && r < E(1) - slack;
+}
+
 // Bin of v (already in the edge type E), or -1 when v falls outside (NaN included).
-// Uniform bins: the bin from (v - lo) * scale is exact when its fractional part lies more than
-// `slack` (from the launcher: the edges' distance from the ideal grid plus this arithmetic's
-// rounding, in bins) from both ends; only values that close to an edge look the edges up.
+// Uniform bins: dc_bin_clear first, the edges only for values near them.
 template <int BINNING, typename E>
 __device__ __forceinline__ int dc_bin(E v, const E *e, int nbins, E lo, E scale, E slack, E first, E last) {
     if (BINNING == DC_BIN_INTEGER) {
         return (v >= E(0) && v < E(nbins)) ? int(v) : -1;
     }
-    if (!(v >= first && v <= last)) return -1;
     int b;
+    if (BINNING == DC_BIN_UNIFORM && dc_bin_clear(v, nbins, lo, scale, slack, b)) return b;
+    if (!(v >= first && v <= last)) return -1;
     if (BINNING == DC_BIN_UNIFORM) {
-        const E f = (v - lo) * scale;
-        b = int(f);
+        b = dc_trunc((v - lo) * scale);
         b = b < 0 ? 0 : (b > nbins - 1 ? nbins - 1 : b);
-        const E r = f - E(b);
-        if (r > slack && r < E(1) - slack) return b;
         while (b > 0 && v < e[b]) --b;
         while (b < nbins - 1 && v >= e[b + 1]) ++b;
-    } else {  // largest b with e[b] <= v, clamped to the last (closed) bin
-        int l = 0, h = nbins;  // invariant: e[l] <= v, and v < e[h] unless h == nbins
-        while (h - l > 1) {
-            const int m = (l + h) >> 1;
-            if (e[m] <= v) l = m; else h = m;
-        }
-        b = l;
+        return b;
     }
-    return b;
+    int l = 0, h = nbins;  // largest l with e[l] <= v (invariant), v < e[h] unless h == nbins
+    while (h - l > 1) {
+        const int m = (l + h) >> 1;
+        if (e[m] <= v) l = m; else h = m;
+    }
+    return l;
 }

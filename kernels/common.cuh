@@ -100,6 +100,9 @@ __device__ __forceinline__ T dc_tile_load(const DcTile &t, i64 z, i64 y, i64 x, 
 #else
 #define DC_CP_ASYNC_ON_ARCH false
 #endif
+template <typename A, typename B> struct DcSame { static constexpr bool value = false; };
+template <typename A> struct DcSame<A, A> { static constexpr bool value = true; };
+
 template <int BYTES>
 __device__ __forceinline__ void dc_cp_async(void *smem, const void *gmem) {
 #if DC_STAGE_ASYNC && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

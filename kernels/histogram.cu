@@ -9,15 +9,19 @@
 
 // ---------------------------------------------------------------------------------------------
 // distconv_histogram: counts (or weight sums) of n values of x into nbins bins.
-// Threads -> data: grid-stride, UNROLL (8; 4 on the atomic-bound global path) independent
-//   coalesced loads in flight per thread.
+// Threads -> data, counts in shared memory: x read as packs of 4 values (2 for 8-byte types;
+//   the few values before the first pack boundary and after the last whole pack go one per
+//   thread), grid-stride, 2 packs in flight per thread, with no per-value bounds check. Uniform
+//   bins count every value at once, branch-free: in its bin when it lies clear of the edges
+//   (dc_bin_clear), else in a spare slot, and only those few then look the edges up.
+//   Weighted sums and global counters (atomic-bound): one value per thread per step.
 // SMEM: each warp adds into one of `copies` private sub-histograms in shared memory
 //   (uint32 counts or float64 sums; `copies` chosen by the launcher to spread contention), and
 //   the edges are staged there too; at the end the block folds its copies into the global
 //   uint64 counts (or float64 sums) with one atomic per non-empty bin.
 // !SMEM: the bins do not fit; edges are read through the read-only cache and every value does
 //   one global atomic (L2 atomics; fine for many bins with little contention).
-// Shared memory (SMEM): (nbins+1)*sizeof(E) + copies*nbins*(4 or 8) bytes, dynamic.
+// Shared memory (SMEM): (nbins+1)*sizeof(E) + copies*(nbins+1)*(4 or 8) bytes, dynamic.
 // Limits: nbins < 2^31; per block fewer than 2^32 values per bin (the launcher caps the work).
 template <typename T, typename E, int BINNING, bool WEIGHTED, typename W, bool SMEM>
 __global__ void __launch_bounds__(DC_BLOCK)
@@ -28,6 +32,7 @@ distconv_histogram(const T *__restrict__ x, i64 n, const E *__restrict__ edges, 
     E *se = reinterpret_cast<E *>(dc_smem_raw);
     const int tid = threadIdx.x;
     const int edge_slots = BINNING == DC_BIN_INTEGER ? 0 : nbins + 1;
+    const int slots = nbins + 1;  // counters per copy: the bins and a spare
     // counters start after the edges, 8-byte aligned
     const size_t off = ((size_t)edge_slots * sizeof(E) + 7) & ~(size_t)7;
     unsigned int *sc = reinterpret_cast<unsigned int *>(dc_smem_raw + off);
@@ -35,36 +40,75 @@ distconv_histogram(const T *__restrict__ x, i64 n, const E *__restrict__ edges, 
     const E *e = edges;
     if (SMEM) {
         for (int i = tid; i < edge_slots; i += blockDim.x) se[i] = edges[i];
-        for (int i = tid; i < copies * nbins; i += blockDim.x) {
+        for (int i = tid; i < copies * slots; i += blockDim.x) {
             if (WEIGHTED) sw[i] = 0.0; else sc[i] = 0u;
         }
         __syncthreads();
         e = se;
     }
     const E first = BINNING == DC_BIN_INTEGER ? E(0) : e[0], last = BINNING == DC_BIN_INTEGER ? E(0) : e[nbins];
-    const int copy = (tid >> 5) % copies;
-    constexpr int UNROLL = (SMEM && sizeof(T) <= 4) ? 8 : 4;  // independent loads in flight
-    const i64 stride = (i64)gridDim.x * blockDim.x * UNROLL;
-    for (i64 base = (i64)blockIdx.x * blockDim.x * UNROLL + tid; base < n; base += stride) {
-        T v[UNROLL];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            const i64 i = base + (i64)u * blockDim.x;
-            if (i < n) v[u] = x[i];
+    unsigned int *my_counts = sc + ((tid >> 5) % copies) * slots;
+    double *my_sums = sw + ((tid >> 5) % copies) * slots;
+    auto add_to = [=](int b, i64 i) {
+        if (SMEM) {
+            if (WEIGHTED) atomicAdd(my_sums + b, double(w[i]));
+            else atomicAdd(my_counts + b, 1u);
+        } else {
+            if (WEIGHTED) atomicAdd(sums + b, double(w[i]));
+            else atomicAdd(counts + b, 1ull);
         }
+    };
+    auto add = [=](T value, i64 i) {
+        const int b = dc_bin<BINNING, E>(E(value), e, nbins, lo, scale, slack, first, last);
+        if (b >= 0) add_to(b, i);
+    };
+    const i64 gtid = (i64)blockIdx.x * blockDim.x + tid, threads = (i64)gridDim.x * blockDim.x;
+    if (!SMEM || WEIGHTED) {  // bound by global or float64 atomics: one value per step
+        for (i64 i = gtid; i < n; i += threads) add(x[i], i);
+    } else {  // counts in shared memory: packs of values, the common case without a branch
+        constexpr int VEC = sizeof(T) <= 4 ? 4 : 2;  // values per pack: 16 bytes for float
+        struct alignas(VEC * sizeof(T)) Pack { T v[VEC]; };
+        constexpr unsigned PACK = sizeof(Pack);
+        const i64 head = min(n, (i64)(((PACK - reinterpret_cast<unsigned long long>(x) % PACK) % PACK) / sizeof(T)));
+        const i64 packs = (n - head) / VEC, tail = head + packs * VEC;
+        if (gtid < head) add(x[gtid], gtid);
+        if (gtid < n - tail) add(x[tail + gtid], tail + gtid);
+        const Pack *px = reinterpret_cast<const Pack *>(x + head);
+        constexpr int UNROLL = 2;  // packs in flight per thread (1 and 4 measured slower)
+        i64 p = (i64)blockIdx.x * blockDim.x * UNROLL + tid;
+        for (; p + (UNROLL - 1) * (i64)blockDim.x < packs; p += threads * UNROLL) {  // whole batches
+            Pack v[UNROLL];
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            const i64 i = base + (i64)u * blockDim.x;
-            if (i >= n) continue;
-            const int b = dc_bin<BINNING, E>(E(v[u]), e, nbins, lo, scale, slack, first, last);
-            if (b < 0) continue;
-            if (SMEM) {
-                if (WEIGHTED) atomicAdd(sw + copy * nbins + b, double(w[i]));
-                else atomicAdd(sc + copy * nbins + b, 1u);
-            } else {
-                if (WEIGHTED) atomicAdd(sums + b, double(w[i]));
-                else atomicAdd(counts + b, 1ull);
+            for (int u = 0; u < UNROLL; ++u) v[u] = px[p + u * blockDim.x];
+            // uniform bins: every value counted once, those clear of every edge in their bin
+            // and the rest in the spare slot, then those few looked up and counted again
+            unsigned near_edge = 0;
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+                for (int k = 0; k < VEC; ++k) {
+                    if (BINNING != DC_BIN_UNIFORM) {
+                        add(v[u].v[k], 0);
+                    } else {
+                        int b;
+                        const bool clear = dc_bin_clear(E(v[u].v[k]), nbins, lo, scale, slack, b);
+                        atomicAdd(my_counts + (clear ? b : nbins), 1u);
+                        near_edge |= (unsigned)!clear << (u * VEC + k);
+                    }
+                }
+            if (near_edge) {
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+                    for (int k = 0; k < VEC; ++k)
+                        if (near_edge >> (u * VEC + k) & 1) add(v[u].v[k], 0);
             }
+        }
+        for (int u = 0; u < UNROLL; ++u, p += blockDim.x) {  // the last, partial batch
+            if (p >= packs) break;
+            const Pack v = px[p];
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) add(v.v[k], 0);
         }
     }
     if (!SMEM) return;
@@ -72,11 +116,11 @@ distconv_histogram(const T *__restrict__ x, i64 n, const E *__restrict__ edges, 
     for (int b = tid; b < nbins; b += blockDim.x) {
         if (WEIGHTED) {
             double s = 0.0;
-            for (int c = 0; c < copies; ++c) s += sw[c * nbins + b];
+            for (int c = 0; c < copies; ++c) s += sw[c * slots + b];
             if (s != 0.0) atomicAdd(sums + b, s);
         } else {
             unsigned long long s = 0;
-            for (int c = 0; c < copies; ++c) s += sc[c * nbins + b];
+            for (int c = 0; c < copies; ++c) s += sc[c * slots + b];
             if (s) atomicAdd(counts + b, s);
         }
     }

@@ -32,11 +32,12 @@ __device__ __forceinline__ int dc_pad(int i) { return i + (i >> 5); }
 // distconv_scan_rows: scan each row of a C-contiguous (rows, n) array.
 // Threads -> data: 256 threads scan one tile of 256*ITEMS consecutive elements of a row; tiles
 //   are claimed in order through an atomic counter (so every predecessor has started: no
-//   deadlock) and numbered row-major. Loads and stores are striped (coalesced) through shared
-//   memory; each thread scans ITEMS consecutive values (padded indexing: conflict-free).
-// Look-back: warp 0 reads the status of the 32 preceding tiles of the same row at once, waits
-//   for all of them, and folds aggregates up to the nearest inclusive prefix.
-// Shared memory: 256*ITEMS*(33/32) T + 9 T. Status: flags[tiles] (zeroed), agg/inc[tiles].
+//   deadlock) and numbered row-major. Loads (asynchronous copies where no conversion is needed)
+//   and stores are striped (coalesced) through shared memory; each thread scans ITEMS
+//   consecutive values (padded indexing: conflict-free), reading them twice (total, outputs).
+// Look-back: the whole block reads the status of the 256 preceding tiles of the same row at
+//   once, waits for all of them, and folds aggregates up to the nearest inclusive prefix.
+// Shared memory: 256*ITEMS*(33/32) T + 18 T. Status: flags[tiles] (zeroed), agg/inc[tiles].
 // Limits: any n and rows (64-bit); carry is one T per row or null.
 template <typename Tin, typename T, class Op, int ITEMS, bool EXCL>
 __global__ void __launch_bounds__(DC_BLOCK)
@@ -45,7 +46,9 @@ distconv_scan_rows(const Tin *__restrict__ in, T *__restrict__ out, i64 rows, i6
     constexpr int TILE = DC_BLOCK * ITEMS;
     __shared__ T s[TILE + TILE / 32];
     __shared__ T warp_inc[8];
-    __shared__ T s_prefix;
+    __shared__ T s_fold[DC_BLOCK / 32];
+    __shared__ T s_prefix, s_agg;
+    __shared__ int s_stop;
     __shared__ unsigned long long s_tile;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     if (tid == 0) s_tile = atomicAdd(counter, 1ull);
@@ -57,19 +60,33 @@ distconv_scan_rows(const Tin *__restrict__ in, T *__restrict__ out, i64 rows, i6
     const int len = (int)min((i64)TILE, n - ct * TILE);
     const T ident = Op::template identity<T>();
 
+    if (DcSame<Tin, T>::value && DC_CP_ASYNC_ON_ARCH) {
+        // no conversion: whole tiles go global -> shared asynchronously, so a thread's ITEMS
+        // loads are in flight without a register each (more blocks fit on an SM)
+        if (len == TILE) {
 #pragma unroll
-    for (int k = 0; k < ITEMS; ++k) {
-        const int idx = k * DC_BLOCK + tid;
-        s[dc_pad(idx)] = idx < len ? T(in[base + idx]) : ident;
+            for (int k = 0; k < ITEMS; ++k)
+                dc_cp_async<sizeof(T)>(s + dc_pad(k * DC_BLOCK + tid), in + base + k * DC_BLOCK + tid);
+            dc_cp_async_wait_all();
+        } else {  // a row's last, partial tile
+#pragma unroll 1
+            for (int idx = tid; idx < TILE; idx += DC_BLOCK) s[dc_pad(idx)] = idx < len ? T(in[base + idx]) : ident;
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            const int idx = k * DC_BLOCK + tid;
+            s[dc_pad(idx)] = idx < len ? T(in[base + idx]) : ident;
+        }
     }
     __syncthreads();
-    T v[ITEMS];
+    // each thread's ITEMS values are read twice, now for their total and after the look-back
+    // for the outputs: nothing lives in registers across the look-back
+    T total = s[dc_pad(tid * ITEMS)];
 #pragma unroll
-    for (int j = 0; j < ITEMS; ++j) v[j] = s[dc_pad(tid * ITEMS + j)];
-#pragma unroll
-    for (int j = 1; j < ITEMS; ++j) v[j] = Op::apply(v[j - 1], v[j]);
+    for (int j = 1; j < ITEMS; ++j) total = Op::apply(total, s[dc_pad(tid * ITEMS + j)]);
 
-    const T wi = dc_warp_inclusive<Op>(v[ITEMS - 1]);
+    const T wi = dc_warp_inclusive<Op>(total);
     T lane_excl = __shfl_up_sync(0xffffffffu, wi, 1);
     if (lane == 0) lane_excl = ident;
     if (lane == 31) warp_inc[warp] = wi;
@@ -81,41 +98,59 @@ distconv_scan_rows(const Tin *__restrict__ in, T *__restrict__ out, i64 rows, i6
         T w_excl = __shfl_up_sync(0xffffffffu, w, 1);
         if (lane == 0) w_excl = ident;
         if (lane < 8) warp_inc[lane] = w_excl;  // becomes each warp's exclusive prefix
-
-        T excl;
-        if (ct == 0) {
-            excl = carry ? carry[row] : ident;
-            if (lane == 0) dc_publish(flags, inc + tile, tile, Op::apply(excl, block_agg), DC_FLAG_PREFIX);
-        } else {
-            if (lane == 0) dc_publish(flags, agg + tile, tile, block_agg, DC_FLAG_AGG);
-            const i64 row_start = row * tpr;
-            T running = ident;
-            for (i64 p = tile - 1;; p -= 32) {
-                const i64 q = p - lane;
-                const bool valid = q >= row_start;
-                int f = valid ? dc_read_flag(flags, q) : DC_FLAG_NONE;
-                while (__any_sync(0xffffffffu, valid && f == DC_FLAG_NONE))
-                    if (valid && f == DC_FLAG_NONE) f = dc_read_flag(flags, q);
-                __threadfence();
-                const unsigned prefix_lanes = __ballot_sync(0xffffffffu, valid && f == DC_FLAG_PREFIX);
-                const int stop = prefix_lanes ? __ffs(prefix_lanes) - 1 : 31;
-                T x = ident;
-                if (valid && lane <= stop) x = f == DC_FLAG_PREFIX ? dc_read_value(inc + q) : dc_read_value(agg + q);
-                running = Op::apply(dc_warp_reduce<Op>(x), running);
-                if (prefix_lanes) break;
+        if (lane == 0) {
+            s_agg = block_agg;
+            if (ct == 0) {
+                s_prefix = carry ? carry[row] : ident;
+                dc_publish(flags, inc + tile, tile, Op::apply(s_prefix, block_agg), DC_FLAG_PREFIX);
+            } else {
+                dc_publish(flags, agg + tile, tile, block_agg, DC_FLAG_AGG);
             }
-            excl = running;
-            if (lane == 0) dc_publish(flags, inc + tile, tile, Op::apply(excl, block_agg), DC_FLAG_PREFIX);
         }
-        if (lane == 0) s_prefix = excl;
+    }
+    if (ct > 0) {
+        // Look-back by the whole block: thread t watches tile (p - t), so one step covers
+        // DC_BLOCK predecessors (a warp's 32 left the prefix front crawling 32 tiles per L2
+        // round trip while the other warps waited at the barrier).
+        const i64 row_start = row * tpr;
+        T running = ident;  // in thread 0
+        for (i64 p = tile - 1;; p -= DC_BLOCK) {
+            const i64 q = p - tid;
+            const bool valid = q >= row_start;
+            int f = valid ? dc_read_flag(flags, q) : DC_FLAG_NONE;
+            while (__syncthreads_or(valid && f == DC_FLAG_NONE))
+                if (valid && f == DC_FLAG_NONE) f = dc_read_flag(flags, q);
+            __threadfence();
+            if (tid == 0) s_stop = DC_BLOCK;
+            __syncthreads();
+            if (valid && f == DC_FLAG_PREFIX) atomicMin(&s_stop, tid);
+            __syncthreads();
+            const int stop = s_stop;  // the nearest predecessor holding an inclusive prefix
+            T x = ident;
+            if (valid && tid <= stop) x = f == DC_FLAG_PREFIX ? dc_read_value(inc + q) : dc_read_value(agg + q);
+            x = dc_warp_reduce<Op>(x);
+            if (lane == 0) s_fold[warp] = x;
+            __syncthreads();
+            if (tid == 0)
+                for (int w = 0; w < DC_BLOCK / 32; ++w) running = Op::apply(s_fold[w], running);
+            if (stop < DC_BLOCK) break;
+            __syncthreads();  // s_stop and s_fold are reused by the next step
+        }
+        if (tid == 0) {
+            s_prefix = running;
+            dc_publish(flags, inc + tile, tile, Op::apply(running, s_agg), DC_FLAG_PREFIX);
+        }
     }
     __syncthreads();
     const T pre = Op::apply(s_prefix, Op::apply(warp_inc[warp], lane_excl));
+    T acc;  // this thread's running scan of its items, in the order `total` folded them
 #pragma unroll
     for (int j = 0; j < ITEMS; ++j) {
+        const T x = s[dc_pad(tid * ITEMS + j)];
         T o;
-        if (EXCL) o = j == 0 ? pre : Op::apply(pre, v[j - 1]);
-        else o = Op::apply(pre, v[j]);
+        if (EXCL) o = j == 0 ? pre : Op::apply(pre, acc);
+        acc = j == 0 ? x : Op::apply(acc, x);
+        if (!EXCL) o = Op::apply(pre, acc);
         s[dc_pad(tid * ITEMS + j)] = o;
     }
     __syncthreads();

@@ -3,20 +3,23 @@
 
 // ---------------------------------------------------------------------------------------------
 // distconv_transpose: out[b, c, r] = in[b, r, c].
-// Threads -> data: a 32 x 8 block moves one 32 x 32 tile (TILE); each thread copies 4 elements,
-//   reading a row of the tile (coalesced along C) and writing a row of the transposed tile
-//   (coalesced along R). blockIdx.x: column tiles, blockIdx.y: row tiles (grid-stride),
-//   blockIdx.z: batch (grid-stride).
-// Shared memory: TILE x (TILE + 1) T; the +1 column of padding puts the 32 elements of a tile
-//   column in 32 different banks, so the transposed reads are conflict-free.
-// Limits: any sizes (64-bit offsets); T of 1, 2, 4 or 8 bytes.
-#define DC_TR_TILE 32  // a block moves a DC_TR_TILE x DC_TR_TILE tile
-#define DC_TR_ROWS 8   // threads per block: DC_TR_TILE x DC_TR_ROWS
+// Threads -> data: a 32 x DC_TR_ROWS block (one warp per row of threads) moves one TILE x TILE
+//   tile; each thread copies (TILE/32) x (TILE/DC_TR_ROWS) elements (16 for 4-byte types at
+//   TILE 64: all its loads issued before its first shared store), reading rows of the tile
+//   (coalesced along C) and writing rows of the transposed tile (coalesced along R).
+//   blockIdx.x: column tiles, blockIdx.y: row tiles (grid-stride), blockIdx.z: batch
+//   (grid-stride).
+// Shared memory: TILE x (TILE + 1) T (16.6 KiB for 4-byte types); the +1 column of padding
+//   puts the 32 elements a warp reads down a tile column in 32 different banks.
+// Limits: any sizes (64-bit offsets); T of 1, 2, 4 or 8 bytes (8: 33 KiB of static shared).
+#define DC_TR_TILE 64  // a block moves a DC_TR_TILE x DC_TR_TILE tile (a multiple of 32)
+#define DC_TR_ROWS 8   // threads per block: 32 x DC_TR_ROWS
 template <typename T>
-__global__ void __launch_bounds__(DC_TR_TILE *DC_TR_ROWS)
+__global__ void __launch_bounds__(32 * DC_TR_ROWS)
 distconv_transpose(const T *__restrict__ in, T *__restrict__ out, i64 B, i64 R, i64 C) {
     constexpr int TILE = DC_TR_TILE;
     __shared__ T tile[TILE][TILE + 1];
+    const int tx = threadIdx.x, ty = threadIdx.y;
     const i64 ctiles = (C + TILE - 1) / TILE, rtiles = (R + TILE - 1) / TILE;
     for (i64 b = blockIdx.z; b < B; b += gridDim.z) {
         const T *src = in + b * R * C;
@@ -24,17 +27,27 @@ distconv_transpose(const T *__restrict__ in, T *__restrict__ out, i64 B, i64 R, 
         for (i64 rt = blockIdx.y; rt < rtiles; rt += gridDim.y) {
             for (i64 ct = blockIdx.x; ct < ctiles; ct += gridDim.x) {
                 const i64 r0 = rt * TILE, c0 = ct * TILE;
+                const bool whole = r0 + TILE <= R && c0 + TILE <= C;
+                T v[TILE / DC_TR_ROWS][TILE / 32];
 #pragma unroll
-                for (int k = 0; k < TILE; k += DC_TR_ROWS) {
-                    const i64 r = r0 + threadIdx.y + k, c = c0 + threadIdx.x;
-                    if (r < R && c < C) tile[threadIdx.y + k][threadIdx.x] = src[r * C + c];
-                }
+                for (int k = 0; k < TILE / DC_TR_ROWS; ++k)
+#pragma unroll
+                    for (int j = 0; j < TILE / 32; ++j) {
+                        const i64 r = r0 + ty + k * DC_TR_ROWS, c = c0 + tx + 32 * j;
+                        if (whole || (r < R && c < C)) v[k][j] = src[r * C + c];
+                    }
+#pragma unroll
+                for (int k = 0; k < TILE / DC_TR_ROWS; ++k)
+#pragma unroll
+                    for (int j = 0; j < TILE / 32; ++j) tile[ty + k * DC_TR_ROWS][tx + 32 * j] = v[k][j];
                 __syncthreads();
 #pragma unroll
-                for (int k = 0; k < TILE; k += DC_TR_ROWS) {
-                    const i64 c = c0 + threadIdx.y + k, r = r0 + threadIdx.x;
-                    if (r < R && c < C) dst[c * R + r] = tile[threadIdx.x][threadIdx.y + k];
-                }
+                for (int k = 0; k < TILE / DC_TR_ROWS; ++k)
+#pragma unroll
+                    for (int j = 0; j < TILE / 32; ++j) {
+                        const i64 c = c0 + ty + k * DC_TR_ROWS, r = r0 + tx + 32 * j;
+                        if (whole || (r < R && c < C)) dst[c * R + r] = tile[tx + 32 * j][ty + k * DC_TR_ROWS];
+                    }
                 __syncthreads();
             }
         }

@@ -179,6 +179,29 @@ def test_scan_carries_across_gpu_chunks_and_variants(cp, rng):
             np.testing.assert_allclose(got, exp, rtol=1e-5, atol=1e-4)
 
 
+def test_row_scans_over_hundreds_of_tiles(cp, rng):
+    """Rows long enough that the block-wide look-back spans more than one step of 256 tiles,
+    rows ending in a partial tile, and both load paths (asynchronous copies when the scan type
+    is the input's, converting loads when it is not): exact ops and integers compared exactly."""
+    from ..test_scan import reference
+
+    n = 256 * 32 * 300 + 4099  # ~300 float tiles of 8192, the last one partial
+    a = rng.standard_normal(n).astype(np.float32)
+    for op in ("max", "min"):
+        for exclusive in (False, True):
+            poison_gpu_pool(a.nbytes * 3)
+            got = dc.scan(cp.asarray(a), op=op, exclusive=exclusive).get()
+            np.testing.assert_array_equal(got, reference(a, op, None, exclusive))
+    for dtype in (np.int32, np.uint8, np.int64):  # sums in the input's type, in a wider one
+        b = rng.integers(0, 3, n).astype(dtype)
+        poison_gpu_pool(b.nbytes * 16)
+        np.testing.assert_array_equal(dc.cumsum(cp.asarray(b)).get(), np.cumsum(b))
+    rows = rng.integers(-5, 6, (3, 3 * 8192 + 17)).astype(np.int32)
+    for exclusive in (False, True):
+        got = dc.scan(cp.asarray(rows), op="add", axis=1, exclusive=exclusive).get()
+        np.testing.assert_array_equal(got, reference(rows, "add", 1, exclusive))
+
+
 @pytest.mark.parametrize("name", ["sum", "prod", "min", "max", "mean"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint8, np.bool_])
 def test_reductions(cp, rng, name, dtype):
@@ -244,6 +267,24 @@ def test_histogram_values_on_and_beside_the_edges(cp, rng, dtype):
         np.testing.assert_array_equal(ge, re)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.uint8])
+def test_histogram_packs_far_values_and_views(cp, rng, dtype):
+    """Uniform bins read values in packs and count those near an edge or outside the range
+    apart: infinities, huge values, values far below, every element size, and views that start
+    and end mid-pack must all count as numpy counts them."""
+    info = np.finfo(dtype) if np.issubdtype(dtype, np.floating) else np.iinfo(dtype)
+    a = (rng.standard_normal(100_003) * 40).clip(info.min, info.max).astype(dtype)
+    far = [info.max, info.min, 0, 1, 3]
+    if np.issubdtype(dtype, np.floating):
+        far += [np.inf, -np.inf, 1e30, -1e30]
+    a[rng.choice(a.size, 5000, replace=False)] = rng.choice(np.array(far, dtype=dtype), 5000)
+    d = cp.asarray(a)
+    for lo, hi in [(0, None), (1, None), (3, -1), (2, 9), (5, 5 + 8 * 1024 + 3)]:
+        for bins, range_ in [(256, (-60, 60)), (7, (0, 5)), (100, (-1e4, 1e4))]:
+            got, _ = dc.histogram(d[lo:hi], bins=bins, range=range_)
+            np.testing.assert_array_equal(got.get(), np.histogram(a[lo:hi], bins=bins, range=range_)[0])
+
+
 def test_histogram_unaligned_views_sizes_and_integer_bins(cp, rng):
     """Views that start mid-vector, odd sizes, integer bins (bincount) of every element size."""
     base = rng.standard_normal(10_007).astype(np.float32)
@@ -292,6 +333,12 @@ def test_transpose(cp, rng):
         a = rng.standard_normal(shape).astype(np.float32)
         got, ref = both(cp, dc.transpose, a, axes=axes)
         np.testing.assert_array_equal(got.get(), ref)
+    # every element size; tiles whole, cut along one side, cut along both, one element wide
+    for dtype in (np.uint8, np.int16, np.float32, np.float64):
+        for shape in [(3, 128, 192), (2, 130, 4099), (1, 64, 1), (1, 1, 200), (1, 65, 63)]:
+            a = (rng.standard_normal(shape) * 100).astype(dtype)
+            got, ref = both(cp, dc.transpose, a, axes=(0, 2, 1))
+            np.testing.assert_array_equal(got.get(), ref)
 
 
 def test_more_than_2_to_the_31_elements(cp, rng):

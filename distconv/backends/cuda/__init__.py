@@ -53,6 +53,15 @@ def sm_count() -> int:
     return _sm_count(cupy.cuda.runtime.getDevice())
 
 
+def resident_blocks(fn, block: int, shared_bytes: int = 0) -> int:
+    """Blocks of ``fn`` that run at once on the whole device: a grid-stride kernel's grid, so
+    that no second, partial wave of blocks doubles the time of the last one."""
+    import cupy
+
+    per_sm = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, block, shared_bytes)
+    return sm_count() * max(1, per_sm)
+
+
 def target(out, shape, dtype):
     """Where a kernel writes its result: ``out`` when it fits as it is (shape, dtype, C order),
     else a new array."""

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import device_constant, guard_memory, loader, sm_count
+from . import device_constant, guard_memory, loader, resident_blocks
 from .types import ctype
 
 SMEM_BUDGET = 96 * 1024   # privatized copies live here; above it the global-atomic path runs
@@ -16,9 +16,10 @@ PER_BLOCK = 2**30          # values per block at most, so uint32 shared counters
 BLOCK = loader.define("DC_BLOCK")  # threads per block, from kernels/common.cuh
 
 
-def _grid(n: int) -> int:
-    sms = sm_count()
-    return int(max(min(-(-n // 2048), sms * 8), -(-n // PER_BLOCK), 1))
+def _grid(n: int, fn, shared_bytes: int = 0) -> int:
+    """One wave of resident blocks (grid-stride), fewer for small inputs, more only where a
+    block would count over PER_BLOCK values."""
+    return int(max(min(-(-n // 2048), resident_blocks(fn, BLOCK, shared_bytes)), -(-n // PER_BLOCK), 1))
 
 
 def _weights(weights, n):
@@ -54,14 +55,14 @@ def _launch(x, edges_dev, E, nbins, binning, lo, scale, slack, weights):
     counts = cupy.zeros(nbins, dtype=np.uint64)
     sums = cupy.zeros(nbins, dtype=np.float64) if weighted else counts
     edge_bytes = 0 if binning == loader.define("DC_BIN_INTEGER") else -(-(nbins + 1) * E.itemsize // 8) * 8
-    per_copy = nbins * (8 if weighted else 4)
+    per_copy = (nbins + 1) * (8 if weighted else 4)  # the bins and a spare (kernels/histogram.cu)
     copies = int(max(1, min(MAX_COPIES, (SMEM_BUDGET - edge_bytes) // per_copy))) if per_copy else 1
     smem_ok = edge_bytes + per_copy <= SMEM_BUDGET
     smem = edge_bytes + copies * per_copy if smem_ok else 0
     name = loader.template("distconv_histogram", ctype(x.dtype), ctype(E), binning, weighted, wtype, smem_ok)
     fn = loader.function("histogram", name, smem)
     if n:
-        fn((_grid(n),), (BLOCK,), (x, np.int64(n), edges_dev, np.int32(nbins), E.type(lo), E.type(scale),
+        fn((_grid(n, fn, smem),), (BLOCK,), (x, np.int64(n), edges_dev, np.int32(nbins), E.type(lo), E.type(scale),
                                  E.type(slack), w if weighted else np.uint64(0), counts, sums, np.int32(copies)),
            shared_mem=smem)
     return sums if weighted else counts.view(np.int64)
@@ -126,8 +127,8 @@ def counts2d(x, y, xedges, yedges, weights=None):
     sums = cupy.zeros(nx * ny, dtype=np.float64) if weighted else counts
     name = loader.template("distconv_histogram2d", ctype(xs.dtype), ctype(ys.dtype), "double", weighted, wtype)
     if xs.size:
-        loader.function("histogram", name)(
-            (_grid(xs.size),), (BLOCK,), (xs, ys, np.int64(xs.size), device_constant(np.asarray(xedges, dtype=E)), np.int32(nx),
+        fn = loader.function("histogram", name)
+        fn((_grid(xs.size, fn),), (BLOCK,), (xs, ys, np.int64(xs.size), device_constant(np.asarray(xedges, dtype=E)), np.int32(nx),
                                         device_constant(np.asarray(yedges, dtype=E)), np.int32(ny),
                                         w if weighted else np.uint64(0), counts, sums))
     out = sums if weighted else counts.view(np.int64)

@@ -41,7 +41,7 @@ def transpose(block, axes: tuple):
         name = loader.template("distconv_transpose", T)
         tile, rows = loader.define("DC_TR_TILE"), loader.define("DC_TR_ROWS")
         grid = (int(min(-(-C // tile), 2**31 - 1)), int(min(-(-R // tile), 65535)), int(min(B, 65535)))
-        loader.function("transpose", name)(grid, (tile, rows), (a, out, np.int64(B), np.int64(R), np.int64(C)))
+        loader.function("transpose", name)(grid, (32, rows), (a, out, np.int64(B), np.int64(R), np.int64(C)))
     return out
 
 
