@@ -39,9 +39,9 @@ def transpose(block, axes: tuple):
     if out.size:
         T = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}[x.dtype.itemsize]
         name = loader.template("distconv_transpose", T)
-        tile, rows = loader.define("DC_TR_TILE"), loader.define("DC_TR_ROWS")
+        tile, lanes, rows = (loader.define(n) for n in ("DC_TR_TILE", "DC_TR_LANES", "DC_TR_ROWS"))
         grid = (int(min(-(-C // tile), 2**31 - 1)), int(min(-(-R // tile), 65535)), int(min(B, 65535)))
-        loader.function("transpose", name)(grid, (32, rows), (a, out, np.int64(B), np.int64(R), np.int64(C)))
+        loader.function("transpose", name)(grid, (lanes, rows), (a, out, np.int64(B), np.int64(R), np.int64(C)))
     return out
 
 
