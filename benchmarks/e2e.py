@@ -203,7 +203,6 @@ def main():
             "zarr_copy_GBps": cp and round(nbytes / cp / 1e9, 2),
             "vs_copy_floor": cp and round(cp / s["seconds"], 2),
             "io_slots": os.environ.get("DASK_DISTCONV__IO_SLOTS", "default"),
-            "host_encode_share": os.environ.get("DASK_DISTCONV__HOST_ENCODE_SHARE", "default"),
             "stage_seconds": s.get("stage_seconds"), "step_seconds": s.get("step_seconds"),
             "path": s.get("path"), "checked": bool(s["checked"])})
         print(json.dumps(rows_out[-1]), flush=True)

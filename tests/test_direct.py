@@ -140,46 +140,6 @@ def test_shard_writer_read_by_plain_zarr_and_read_back(tmp_path, shape, shard):
         np.testing.assert_array_equal(got, x[lo:hi])
 
 
-@pytest.mark.parametrize("share", [0.0, 0.3, 0.5, 1.0])
-def test_shards_encoded_in_two_parts_read_back_whole(tmp_path, share):
-    """encode_block hands the last share of a block's shards to a second encoder (the host's,
-    beside nvCOMP on a GPU): the parts, written together, are the block's shard files."""
-    from concurrent.futures import Future
-
-    from distconv.backends.numpy import zstd
-
-    def host(part, frame_nbytes, align):
-        calls.append(part.size)
-        done = Future()
-        done.set_result(zstd.encode_frames(part, frame_nbytes, align))
-        return done
-
-    shape, shard = (70, 37), (8, 20)
-    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
-    layout = shards.Layout(shape, shard, shards.inner_shape(shard, 4, 256), "<f4")
-    p = str(tmp_path / "s.zarr")
-    storage_job.create_output(p, shape, np.float32, layout, {})
-    calls = []
-    for r0 in range(0, shape[0], 5 * shard[0]):
-        block = x[r0:r0 + 5 * shard[0]]
-        parts = shards.encode_block(layout, block, zstd.encode_frames, host, share)
-        assert len(parts) == 1 + (0 < share < 1)
-        shards.write_encoded(p, layout, parts, block.shape[0], r0)
-    assert bool(calls) == (share > 0)
-    np.testing.assert_array_equal(zarr.open_array(p, mode="r")[...], x)
-
-
-def test_host_encode_share_is_checked_before_anything_runs(tmp_path):
-    import dask
-
-    wf = _workflow(tmp_path, (40, 30), (10, 30), [{"op": "laplace"}])
-    for bad in (-0.1, 1.5, "0.5", True):
-        with dask.config.set({storage_job.HOST_SHARE_KEY: bad}):
-            with pytest.raises(batch.WorkflowError, match=r"distconv\.host-encode-share"):
-                batch.run(wf, progress=False)
-    assert not Path(wf.outputs["path"]).exists() and not Path(wf.input["path"]).exists()
-
-
 def test_encoded_frames_lie_end_to_end_on_aligned_starts():
     """The encoders' layout the shard writer relies on (one piece per shard file): frame i at
     starts[i], a multiple of FRAME_ALIGN, each following the last one's padded end, zero bytes

@@ -124,42 +124,26 @@ def write_block(path: str, layout: Layout, block, row0: int, encode) -> int:
     return write_encoded(path, layout, encode_block(layout, block, encode), block.shape[0], row0)
 
 
-def encode_block(layout: Layout, block, encode, host_encode=None, host_share: float = 0.0) -> list:
+def encode_block(layout: Layout, block, encode) -> tuple:
     """``block``'s inner chunks in chunk-major order compressed by ``encode`` (backends'
-    encode_frames, asked for frames on FRAME_ALIGN boundaries). Returns parts (buf, starts,
-    sizes), each of whole shards, in shard order. With ``host_encode`` (a block on a GPU), the
-    last ``host_share`` of the shards go to it first: called as ``encode`` is, on their
-    chunk-major elements, it moves them to the host and returns a future of their part,
-    compressed by the host's cores while ``encode`` compresses the rest on the device."""
-    flat = chunk_major(block, layout).reshape(-1)
-    shard = math.prod(layout.shard)
-    n = flat.size // shard
-    k = min(n, int(round(n * host_share))) if host_encode is not None else 0
-    if k == 0:
-        return [encode(flat, layout.frame_nbytes, FRAME_ALIGN)]
-    cut = (n - k) * shard
-    pending = host_encode(flat[cut:], layout.frame_nbytes, FRAME_ALIGN)
-    parts = [encode(flat[:cut], layout.frame_nbytes, FRAME_ALIGN)] if cut else []
-    return parts + [pending.result()]
+    encode_frames, asked for frames on FRAME_ALIGN boundaries): (buf, starts, sizes)."""
+    return encode(chunk_major(block, layout), layout.frame_nbytes, FRAME_ALIGN)
 
 
-def write_encoded(path: str, layout: Layout, encoded: list, rows: int, row0: int) -> int:
-    """The shard files of an encoded block of ``rows`` rows from row0 (encode_block's parts),
-    several at once, each written as its frames (one piece: the encoders lay them end to end)
-    and its index; returns bytes written."""
+def write_encoded(path: str, layout: Layout, encoded: tuple, rows: int, row0: int) -> int:
+    """The shard files of an encoded block of ``rows`` rows from row0, several at once, each
+    written as its frames (one piece: the encoders lay them end to end) and its index;
+    returns bytes written."""
+    buf, starts, sizes = encoded
     grid = layout.shard_grid(rows)
     per = math.prod(layout.per_shard)
     first = row0 // layout.shard[0]
     keys = [Path(path, "c", str(first + idx[0]), *map(str, idx[1:])) for idx in np.ndindex(*grid)]
     for parent in dict.fromkeys(k.parent for k in keys):
         parent.mkdir(parents=True, exist_ok=True)
-    held = [(part, j) for part in encoded for j in range(len(part[1]) // per)]  # shard n: part, place
-    if len(held) != len(keys):
-        raise RuntimeError(f"encoded parts hold {len(held)} shards, the block has {len(keys)}")
 
     def write(n: int) -> int:  # three writes per file: few GIL re-acquires per block
-        (buf, starts, sizes), j = held[n]
-        a, b = j * per, (j + 1) * per
+        a, b = n * per, (n + 1) * per
         pieces = [buf[starts[a]:starts[b - 1] + aligned_up(sizes[b - 1])],
                   *shard_index(starts[a:b] - starts[a], sizes[a:b])]
         with open(keys[n], "wb") as f:

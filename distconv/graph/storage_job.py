@@ -194,8 +194,6 @@ def _run_block(job: Job, i: int, slot: int, mark, clock):
         ext = _to_device(job, fetched, lo, hi, clock)
         halo = ((r0 - lo, hi - r1),) + ((0, 0),) * (ext.ndim - 1)
         out = job.stencil.func(Tile.extended(ext, halo))
-        # the host's cores take a share of the encode where they did not decode the input
-        share = host_encode_share() if isinstance(fetched, shards.Frames) else 0.0
         del ext, fetched
         clock.lap("compute")
         counts = np.zeros(0, dtype=np.int64)
@@ -203,7 +201,7 @@ def _run_block(job: Job, i: int, slot: int, mark, clock):
             counts = to_host(backends.counts(out, job.edges, job.uniform))
             clock.lap("histogram")
         if write:
-            encoded = shards.encode_block(job.layout, out, _encoder(out, slot), _host_encoder(out, slot), share)
+            encoded = shards.encode_block(job.layout, out, _encoder(out, slot))
             clock.lap("encode")
         del out
     if write:
@@ -404,48 +402,6 @@ def _encoder(block, slot: int):
 
         return lambda b, n, align: backends.implementation("zstd", "encode_frames", "numpy")(transfer.to_host(b), n, align)
     return backends.implementation("zstd", "encode_frames", "numpy")
-
-
-# The share of a block's output shards compressed by the host's cores (zstd, every core) while
-# nvCOMP compresses the rest on the GPU, in blocks whose input the GPU decodes (the host's
-# cores are otherwise idle there; where they decode the input, they take none). dask config
-# ``distconv.host-encode-share``, 0 to 1. Measured: NOTES.md, "End to end, round 7".
-HOST_ENCODE_SHARE = 0.0
-HOST_SHARE_KEY = "distconv.host-encode-share"
-
-
-def host_encode_share() -> float:
-    """From dask config (HOST_SHARE_KEY); a bad value raises naming the key."""
-    import dask
-
-    v = dask.config.get(HOST_SHARE_KEY, HOST_ENCODE_SHARE)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
-        raise ValueError(f"dask config {HOST_SHARE_KEY!r} must be a number from 0 to 1, got {v!r}")
-    return float(v)
-
-
-def _host_encoder(block, slot: int):
-    """For a block on a GPU with nvCOMP: moves a device slice into the slot's pinned staging
-    (on the slot's stream, now) and returns a future of its frames compressed on the host."""
-    if not is_cupy(block):
-        return None
-    from ..backends.cuda import transfer
-
-    encode = backends.implementation("zstd", "encode_frames", "numpy")
-
-    def start(part, frame_nbytes: int, align: int):
-        host = transfer.to_host(part, transfer.staging(slot, "host-encode", part.nbytes))
-        return _host_pool().submit(encode, host, frame_nbytes, align)
-
-    return start
-
-
-@functools.cache
-def _host_pool():
-    """One thread per I/O slot, each waiting on the zstd pool's frames of its block."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    return ThreadPoolExecutor(io_slots(), thread_name_prefix="distconv-host-encode")
 
 
 def create_output(dst: str, shape, dtype, layout: shards.Layout, attrs: dict):
