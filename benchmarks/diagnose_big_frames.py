@@ -3,7 +3,7 @@ data, zstd level 1 as zarr writes them) by batch size, against numcodecs on 1-16
 layout (a)'s decode? (NOTES.md, "End to end, round 6"). Every GPU decode is checked. One JSON
 line per measurement, to stdout and to the file named by the first argument.
 
-    python -m benchmarks.diagnose_big_frames big-frames.txt
+    python -m benchmarks.diagnose_big_frames big-frames.txt [FRAMES,...]   (batch sizes; 1-32 unless given)
 """
 
 import json
@@ -66,7 +66,7 @@ def main():
                 ts.append(time.perf_counter() - t)
         say(what="cpu decode numcodecs", threads=threads, frames=n, GBps=n * FRAME / sorted(ts)[1] / 1e9)
     ref = cupy.asarray(np.stack(chunks).reshape(-1))
-    for n in (1, 2, 4, 8, 16, 32):
+    for n in [int(c) for c in sys.argv[2].split(",")] if len(sys.argv) > 2 else (1, 2, 4, 8, 16, 32):
         buf, starts, sizes = packed(chunks, n)
         got = {}
         dt = sorted(synced(lambda: got.update(x=gz.decode_frames(buf, starts, sizes, FRAME, np.float32)))
