@@ -191,7 +191,7 @@ def read_frames(path: str, layout: Layout, lo: int, hi: int, alloc=None) -> Fram
         at[key] = aligned_up(pos) + base % FRAME_ALIGN
         pos = at[key] + end - base
     buf = (alloc or (lambda n: np.empty(n, np.uint8)))(pos)
-    list(_pool("read").map(lambda key: _read_range(spans[key][0], spans[key][2],
+    list(_pool("read").map(lambda key: read_range(spans[key][0], spans[key][2],
                                                    buf[at[key]:at[key] + spans[key][3] - spans[key][2]]), spans))
     starts, sizes = [], []
     for k, key in wanted:
@@ -238,7 +238,7 @@ def _span(path: str, layout: Layout, key: tuple, inner_rows: tuple):
     return f, part, int(part[:, 0].min()), int((part[:, 0] + part[:, 1]).max())
 
 
-def _read_range(f: Path, base: int, dest: np.ndarray) -> None:
+def read_range(f: Path, base: int, dest: np.ndarray) -> None:
     """Bytes base.. of file ``f`` into ``dest`` (whole), without an intermediate copy."""
     view = memoryview(dest).cast("B")
     with open(f, "rb", buffering=0) as fh:
