@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import cupy
@@ -24,23 +23,15 @@ import zarr
 from benchmarks import e2e
 from distconv.backends.cuda import transfer
 from distconv.backends.cuda import zstd as gz
-from distconv.graph import shards
+from distconv.graph import plain_chunks, shards
 
 
-def chunk_files(path: Path, z, k0: int, k1: int) -> list:
-    """The files of chunk rows k0..k1 of the 2-D zarr array ``z`` stored at ``path``."""
-    cols = -(-z.shape[1] // z.chunks[1])
-    return [path / z.metadata.encode_chunk_key((k, j)) for k in range(k0, k1) for j in range(cols)]
-
-
-def read_into(files: list, threads: int):
-    """Every file whole into one pinned buffer, each at a FRAME_ALIGN start: (buf, starts, sizes)."""
-    sizes = np.array([os.stat(f).st_size for f in files], dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(gz.aligned_up(sizes))[:-1]]).astype(np.int64)
-    buf = transfer.staging("batch", "frames", int(starts[-1] + sizes[-1]))
-    with ThreadPoolExecutor(threads) as ex:
-        list(ex.map(lambda i: shards.read_range(files[i], 0, buf[starts[i]:starts[i] + sizes[i]]), range(len(files))))
-    return buf, starts, sizes
+def read_into(ch):
+    """The chunk files of ``ch`` (plain_chunks.Chunks) into one pinned buffer, on the read
+    pool's shards.FILE_THREADS threads: shards.Frames."""
+    buf = transfer.staging("batch", "frames", ch.nbytes)
+    ch.read(buf)
+    return ch.frames(buf)
 
 
 def main():
@@ -68,26 +59,26 @@ def measure(a, say):
     say(what="input", rows=rows, width=e2e.WIDTH, s=round(time.perf_counter() - t, 2))
     os.sync()
     z = zarr.open_array(str(src), mode="r")
-    (ch, cw), per_row = z.chunks, -(-z.shape[1] // z.chunks[1])  # chunks per chunk row
-    frame = ch * cw * z.dtype.itemsize
-    batches = [n for n in (4, 8, 16) if n <= rows // ch]
-    read_into(chunk_files(src, z, 0, batches[-1]), 16)  # the pinned buffer allocated, untimed
+    (ch0, cw), per_row = z.chunks, -(-z.shape[1] // z.chunks[1])  # chunks per chunk row
+    batches = [n for n in (4, 8, 16) if n <= rows // ch0]
+    read_into(plain_chunks.locate(z, str(src), 0, batches[-1] * ch0), )  # pinned buffer allocated, untimed
     for batch_rows in batches:
-        files = chunk_files(src, z, 0, batch_rows)
-        for threads in (8, 16):
+        ch = plain_chunks.locate(z, str(src), 0, batch_rows * ch0)
+        frame, nframes, sizes = ch.layout.frame_nbytes, len(ch.files), ch.sizes
+        for threads in (shards.FILE_THREADS,):
             t0 = time.perf_counter()
-            buf, starts, sizes = read_into(files, threads)
+            fr = read_into(ch)
             t1 = time.perf_counter()
-            out = gz.decode_frames(buf, starts, sizes, frame, z.dtype)
+            out = gz.decode_frames(fr.buf, fr.starts, fr.sizes, frame, z.dtype)
             cupy.cuda.runtime.deviceSynchronize()
             t2 = time.perf_counter()
             # frame i is chunk (i // per_row, i % per_row), C order within the chunk
-            chunks = out.reshape(len(files), ch, cw)
-            ok = all(np.array_equal(chunks[i].get(), z[i // per_row * ch:(i // per_row + 1) * ch,
+            chunks = out.reshape(nframes, ch0, cw)
+            ok = all(np.array_equal(chunks[i].get(), z[i // per_row * ch0:(i // per_row + 1) * ch0,
                                                        i % per_row * cw:(i % per_row + 1) * cw])
-                     for i in (0, len(files) - 1))
-            nbytes = len(files) * frame
-            say(what="read files + nvCOMP decode", frames=len(files), threads=threads,
+                     for i in (0, nframes - 1))
+            nbytes = nframes * frame
+            say(what="read files + nvCOMP decode", frames=nframes, threads=threads,
                 compressed_GB=round(float(sizes.sum()) / 1e9, 2), read_s=round(t1 - t0, 3),
                 read_GBps=round(float(sizes.sum()) / (t1 - t0) / 1e9, 2), decode_s=round(t2 - t1, 3),
                 decoded_GBps=round(nbytes / (t2 - t1) / 1e9, 2), total_GBps=round(nbytes / (t2 - t0) / 1e9, 2),

@@ -19,7 +19,7 @@ def preflight(wf: Workflow, overwrite: bool | None = None, resume: bool = False)
     overwrite = wf.overwrite if overwrite is None else overwrite
     try:
         ownership.check_target(wf.outputs["path"], overwrite, resume)
-        storage_job.io_slots(), storage_job.device_blocks()
+        storage_job.io_slots(), storage_job.device_blocks(), storage_job.batch_bytes()
     except (ownership.OutputError, ValueError) as e:
         raise WorkflowError(str(e)) from None
 

@@ -103,7 +103,7 @@ def shard_index(offsets, sizes) -> list:
     return [index, np.uint32(google_crc32c.value(index)).astype("<u4").tobytes()]
 
 
-def _pool(kind: str):
+def file_pool(kind: str):
     """Threads for shard file reads or writes (the GIL is released in the system calls: one
     thread moved ~0.6 GB/s into tmpfs inside a job, NOTES.md). Reads and writes have a pool
     each, so one block's reads never queue behind another block's writes."""
@@ -150,7 +150,7 @@ def write_encoded(path: str, layout: Layout, encoded: tuple, rows: int, row0: in
             f.writelines(pieces)
         return sum(len(memoryview(p).cast("B")) for p in pieces)
 
-    return sum(_pool("write").map(write, range(len(keys))))
+    return sum(file_pool("write").map(write, range(len(keys))))
 
 
 @dataclass(frozen=True)
@@ -183,7 +183,7 @@ def read_frames(path: str, layout: Layout, lo: int, hi: int, alloc=None) -> Fram
         r = k % per0
         a, b = inner_rows.get(key, (r, r + 1))
         inner_rows[key] = (min(a, r), max(b, r + 1))
-    spans = dict(zip(inner_rows, _pool("read").map(lambda kv: _span(path, layout, *kv), inner_rows.items())))
+    spans = dict(zip(inner_rows, file_pool("read").map(lambda kv: _span(path, layout, *kv), inner_rows.items())))
     if any(sp is None for sp in spans.values()):
         return None
     pos, at = 0, {}
@@ -191,7 +191,7 @@ def read_frames(path: str, layout: Layout, lo: int, hi: int, alloc=None) -> Fram
         at[key] = aligned_up(pos) + base % FRAME_ALIGN
         pos = at[key] + end - base
     buf = (alloc or (lambda n: np.empty(n, np.uint8)))(pos)
-    list(_pool("read").map(lambda key: read_range(spans[key][0], spans[key][2],
+    list(file_pool("read").map(lambda key: read_range(spans[key][0], spans[key][2],
                                                    buf[at[key]:at[key] + spans[key][3] - spans[key][2]]), spans))
     starts, sizes = [], []
     for k, key in wanted:

@@ -114,3 +114,47 @@ def test_nvcomp_frames_round_trip_with_cpu_zstd(frame):
     np.testing.assert_array_equal(gpu_zstd.decode_frames(cbuf, cstarts, csizes, frame, np.uint8).get(), whole)
     with pytest.raises(ValueError, match="did not decode"):
         gpu_zstd.decode_frames(cbuf, cstarts, csizes, 2 * frame, np.uint8)
+
+
+@pytest.mark.parametrize("steps, ref", [
+    ([{"op": "correlate", "weights": (np.arange(25).reshape(5, 5) % 7 / 10 - 0.3).tolist()}],
+     lambda x: ndi.correlate(x, np.arange(25).reshape(5, 5) % 7 / 10 - 0.3, mode="reflect")),
+    ([{"op": "gaussian_filter", "sigma": 3.0}], lambda x: ndi.gaussian_filter(x, 3.0))])
+def test_zarr_chunks_decoded_in_batches_of_blocks_on_the_gpu(tmp_path, monkeypatch, steps, ref):
+    """zarr's unsharded zstd chunks decoded by nvCOMP a batch of blocks at a time (three blocks
+    per batch here, the next batch ahead; halos deeper than a chunk row too); a batch holding
+    a chunk zarr left out (fill value) goes back to zarr's decode on the CPU."""
+    import dask
+
+    from distconv.backends.cuda import zstd as gpu_zstd
+
+    if not gpu_zstd.available():
+        pytest.skip("nvCOMP not installed")
+    block = 32 * 61 * 4
+    monkeypatch.setattr(storage, "GPU_CHUNK_BYTES", block)  # blocks of 4 chunk rows
+    monkeypatch.setattr(storage_job, "SHARD_MIN_BYTES", 0)
+    x = np.random.default_rng(11).standard_normal((203, 61)).astype(np.float32)
+    x[40:48, 16:32] = 0.5
+    z = zarr.create_array(str(tmp_path / "in.zarr"), shape=x.shape, chunks=(8, 16), dtype="f4", fill_value=0.5,
+                          compressors=zarr.codecs.ZstdCodec(level=1))
+    z[...] = x  # the chunk of fill values at rows 40..48 is not stored
+    with dask.config.set({"distconv.decode-batch-bytes": 3 * block}):
+        wf, s = _run(tmp_path, "h", {"path": str(tmp_path / "in.zarr")}, steps)
+    st = s["stage_seconds"]
+    assert st["batches decoded"] >= 1 and st["batch decode"] > 0 and "rows" in st
+    assert st["upload"] > 0  # the batch with the absent chunk went through zarr and one upload
+    np.testing.assert_allclose(zarr.open_array(wf.outputs["path"], mode="r")[...], ref(x.astype(np.float64)),
+                               rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("cuts", [[0, 4096], [0, 16, 48, 4096, 5000, 9000]])
+def test_a_device_buffer_filled_in_pieces(cuts):
+    from distconv.backends.cuda import transfer
+
+    want = np.random.default_rng(2).integers(0, 256, cuts[-1], dtype=np.uint8)
+    poison_gpu_pool(1 << 24)
+
+    def fill(k, host):
+        host[...] = want[cuts[k]:cuts[k + 1]]
+
+    np.testing.assert_array_equal(transfer.to_device_in_pieces(cuts, fill, "test").get(), want)

@@ -75,3 +75,26 @@ def to_host(device, out: np.ndarray | None = None) -> np.ndarray:
     out = out.view(device.dtype).reshape(device.shape)
     cupy.ascontiguousarray(device).get(out=out)
     return out
+
+
+def to_device_in_pieces(cuts, fill, name: str):
+    """A device uint8 buffer of ``cuts[-1]`` bytes whose bytes cuts[k]..cuts[k+1] ``fill(k,
+    host)`` writes into a pinned staging buffer, uploaded on the current stream. Two staging
+    buffers (owned by ``name``) take turns, so the upload of one piece overlaps the fill of
+    the next and the pinned memory stays the size of two pieces, not of the whole buffer
+    (page-locking GBs costs more than the copies)."""
+    import cupy
+
+    out = cupy.empty(max(int(cuts[-1]), 1), dtype=cupy.uint8)
+    stream = cupy.cuda.get_current_stream()
+    uploaded = [None, None]
+    for k in range(len(cuts) - 1):
+        a, b = int(cuts[k]), int(cuts[k + 1])
+        if uploaded[k % 2] is not None:
+            uploaded[k % 2].synchronize()  # this staging buffer's previous upload is done
+        host = staging((name, k % 2), "pieces", b - a)
+        fill(k, host)
+        out[a:b].set(host, stream=stream)
+        uploaded[k % 2] = stream.record()
+    stream.synchronize()
+    return out

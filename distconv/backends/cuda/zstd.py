@@ -173,11 +173,18 @@ def decode_frames(buf, starts, sizes, frame_nbytes: int, dtype):
     to aligned places on the device."""
     import cupy
 
+    src = cupy.empty(max(buf.size, 1), dtype=cupy.uint8)
+    src[:buf.size].set(buf, stream=cupy.cuda.get_current_stream())
+    return decode_device(src, starts, sizes, frame_nbytes, dtype)
+
+
+def decode_device(src, starts, sizes, frame_nbytes: int, dtype):
+    """decode_frames of frames already on the device (``src``: a cupy uint8 buffer)."""
+    import cupy
+
     from . import libnvcomp
 
     stream = cupy.cuda.get_current_stream()
-    src = cupy.empty(max(buf.size, 1), dtype=cupy.uint8)
-    src[:buf.size].set(buf, stream=stream)
     starts = np.asarray(starts, dtype=np.int64)
     sizes = np.asarray(sizes, dtype=np.int64)
     if (starts % FRAME_ALIGN).any():
