@@ -314,22 +314,3 @@ def test_io_slots_are_taken_in_block_order():
     for t in threads:
         t.join(5)
     assert got == [2, 3, 5, 9]
-
-
-@pytest.mark.parametrize("workers, limit", [(1, 10**9), (2, 10**9), (3, 2500), (2, 1), (5, 4000)])
-def test_decode_batches_cut_each_workers_range(workers, limit):
-    """A batch is a run of one worker's blocks within ``limit`` bytes of rows (or one block);
-    batches cover every block once; w1 ends the worker's range."""
-    rows = tuple((a, min(a + 7, 61)) for a in range(0, 61, 7))
-    job = storage_job.Job("in", "out", None, shards.Layout((61, 9), (7, 9), (7, 9), "<f4"), rows, None)
-    got = storage_job.decode_batches(job, workers, limit)
-    n = len(rows)
-    assert len(got) == n
-    for i, (b0, b1, w1) in enumerate(got):
-        owner = storage_job._worker_of(i, n, workers)
-        mine = [j for j in range(n) if storage_job._worker_of(j, n, workers) == owner]
-        assert w1 == mine[-1] + 1 and b0 <= i < b1 <= w1 and b0 >= mine[0]
-        assert all(got[j][:2] == (b0, b1) for j in range(b0, b1))
-        assert b1 - b0 == 1 or (rows[b1 - 1][1] - rows[b0][0]) * 9 * 4 <= limit
-        if b1 < w1:  # a batch is cut only where the next block would pass the limit
-            assert (rows[b1][1] - rows[b0][0]) * 9 * 4 > limit

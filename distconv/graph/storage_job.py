@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import backends
-from ..core.arrays import is_cupy, to_host
+from ..core.arrays import array_module, is_cupy, to_host
 from ..core.stencil import Stencil
 from ..core.tile import Tile
-from . import chunk_heads, ownership, plain_chunks, shards
+from . import batches, chunk_heads, ownership, plain_chunks, shards
 from .halo import merge_thin
 from .location import Location
 
@@ -46,7 +46,7 @@ class Job:
     uniform: bool = True
     gpu: bool = False
     src_layout: shards.Layout | None = None   # the input's, when its shards can be read directly
-    batches: tuple = ()          # per block (b0, b1, w1): its decode batch b0..b1, its worker's last block w1
+    batches: tuple = ()          # per block (b0, b1, w1): its decode batch b0..b1, its worker's end w1
     run: str = field(default_factory=lambda: uuid.uuid4().hex)  # names this run's shared edge rows
 
 
@@ -278,10 +278,10 @@ def _fetch(job: Job, i: int, rows: tuple, slot: int, clock):
         from ..backends.cuda import zstd as gpu_zstd
 
         if job.src_layout is None and job.batches and gpu_zstd.available():
-            decoded = _BATCHES.take(job, i, clock)
+            parts = _BATCHES.take(job, i, _open(job.src), lo, hi, clock)
             clock.lap("batch wait")
-            if decoded is not None:
-                return decoded
+            if parts is not None:
+                return _Decoded(parts)
         if job.src_layout is not None and gpu_zstd.available():
             alloc = functools.partial(transfer.staging, slot, "frames")
             fr = shards.read_frames(job.src, job.src_layout, lo, hi, alloc)
@@ -304,7 +304,8 @@ def _to_device(job: Job, fetched, lo: int, hi: int, clock):
     """The fetched rows where the block runs: cut from its batch's decoded chunks, frames
     decoded by nvCOMP, a pinned host array uploaded, or (no GPU) the host array itself."""
     if isinstance(fetched, _Decoded):
-        ext = plain_chunks.rows_of(fetched.flat, fetched.chunks, lo, hi)
+        parts = [plain_chunks.rows_of(d.flat, d.chunks, a, b) for d, a, b in fetched.parts]
+        ext = parts[0] if len(parts) == 1 else array_module(parts[0]).concatenate(parts, axis=0)
         clock.lap("rows")
         return ext
     if isinstance(fetched, shards.Frames):
@@ -320,6 +321,12 @@ def _to_device(job: Job, fetched, lo: int, hi: int, clock):
     ext = transfer.to_device(fetched, pinned=True)
     clock.lap("upload")
     return ext
+
+
+@dataclass(frozen=True)
+class _Decoded:
+    """A block's rows decoded in batches on the device: [(batches.Decoded, a, b), ...]."""
+    parts: list
 
 
 def _decode_into(src, a: int, b: int, dest: np.ndarray):
@@ -409,98 +416,12 @@ class _EdgeRows:
 _EDGES = _EdgeRows()
 
 
-# Zarr's plain 64 MiB chunks decoded on the GPU: nvCOMP decodes a 64 MiB frame on one unit of
-# the GPU in ~0.6 s, and a batch of up to ~190 such frames in ~0.7-0.8 s (one H200), so
-# several blocks' chunks go in one batch, decoded ahead of the blocks by a reader thread: one
-# H200 took 128 frames (8 GiB) from the files to device memory at 9.3 GB/s, where the host's
-# 16 cores decode ~5 GB/s (NOTES.md, "End to end, round 7"). dask config
-# ``distconv.decode-batch-bytes`` bounds a batch (device memory: it and the next one are held).
-BATCH_BYTES = 8 * 2**30
+# Zarr's plain zstd chunks decoded by nvCOMP a batch of blocks at a time (graph/batches.py):
+# dask config ``distconv.decode-batch-bytes`` bounds a batch's rows (device memory: a process
+# holds up to batches.READERS of them, decoding, and those its blocks still read).
+BATCH_BYTES = 2 * 2**30
 BATCH_KEY = "distconv.decode-batch-bytes"
-
-
-@dataclass(frozen=True)
-class _Decoded:
-    """A batch's chunks (plain_chunks.Chunks) decoded on the device, chunk-major in ``flat``."""
-    flat: object
-    chunks: plain_chunks.Chunks
-
-
-class _Batches:
-    """The batches of blocks this process decodes: the first block of a batch to arrive starts
-    it and the next batch of its worker's range on one reader thread (one after another: a
-    batch fills the GPU's units); its blocks take it as they come. A batch is dropped once all
-    its blocks took it, or when more than KEEP are held (blocks dask ran on another worker
-    never come): a block that finds its batch gone decodes it again."""
-
-    KEEP = 3
-
-    def __init__(self):
-        import collections
-
-        self._lock = threading.Lock()
-        self._live = collections.OrderedDict()  # (run, b0) -> [future, blocks still to take it]
-        self._reader = None
-
-    def take(self, job: Job, i: int, clock) -> _Decoded | None:
-        """Block ``i``'s batch, decoded (waits for it); None when its input cannot be read so
-        (not plain zstd chunks, or a chunk absent)."""
-        b0, b1, w1 = job.batches[i]
-        fut = self._start(job, b0, b1)
-        if b1 < w1:
-            self._start(job, *job.batches[b1][:2])
-        decoded, seconds = fut.result()
-        with self._lock:
-            entry = self._live.get((job.run, b0))
-            if entry is not None and entry[0] is fut:
-                entry[1] -= 1
-                if entry[1] == 0:
-                    del self._live[(job.run, b0)]
-                if entry[1] == b1 - b0 - 1:  # the batch's first taker reports its stages
-                    for stage, t in seconds.items():
-                        clock.count(stage, t)
-        return decoded
-
-    def _start(self, job: Job, b0: int, b1: int):
-        from concurrent.futures import ThreadPoolExecutor
-
-        with self._lock:
-            entry = self._live.get((job.run, b0))
-            if entry is None:
-                if self._reader is None:
-                    self._reader = ThreadPoolExecutor(1, thread_name_prefix="distconv-batch")
-                entry = self._live[(job.run, b0)] = [self._reader.submit(_decode_batch, job, b0, b1), b1 - b0]
-                while len(self._live) > self.KEEP:
-                    self._live.popitem(last=False)
-            return entry[0]
-
-
-def _decode_batch(job: Job, b0: int, b1: int):
-    """Rows of blocks b0..b1 and their halos decoded on this GPU, on the reader's own stream:
-    (_Decoded or None, seconds per stage)."""
-    import time
-
-    from ..backends.cuda import transfer
-    from ..backends.cuda import zstd as gpu_zstd
-
-    t0 = time.perf_counter()
-    (lo_h, hi_h), n0 = job.stencil.depth[0], job.layout.shape[0]
-    src = _open(job.src)
-    ch = plain_chunks.locate(src, job.src, max(0, job.row_blocks[b0][0] - lo_h),
-                             min(n0, job.row_blocks[b1 - 1][1] + hi_h))
-    if ch is None:
-        return None, {}
-    with transfer.slot_stream("batch"):
-        raw = transfer.to_device_in_pieces(*ch.pieces(), "batch")
-        t1 = time.perf_counter()
-        flat = gpu_zstd.decode_device(raw, ch.starts, ch.sizes, ch.layout.frame_nbytes, np.dtype(ch.layout.dtype))
-        del raw
-    t2 = time.perf_counter()
-    return _Decoded(flat, ch), {"batch files to device": t1 - t0, "batch decode": t2 - t1,
-                                "batches decoded": 1}
-
-
-_BATCHES = _Batches()
+_BATCHES = batches.Reader()
 
 
 def _encoder(block, slot: int):
@@ -539,11 +460,13 @@ def graph(job: Job, name: str, workers: list | None = None):
 
     n = len(job.row_blocks)
     if job.gpu:
-        job = dataclasses.replace(job, batches=decode_batches(job, len(workers or [None]), batch_bytes()))
+        row_bytes = math.prod(job.layout.shape[1:]) * np.dtype(job.layout.dtype).itemsize
+        job = dataclasses.replace(job, batches=batches.plan(job.row_blocks, row_bytes, len(workers or [None]),
+                                                            batch_bytes()))
     token = tokenize(job)
     tasks = []
     for i in range(n):
-        where = {} if not workers else {"workers": [workers[_worker_of(i, n, len(workers))]],
+        where = {} if not workers else {"workers": [workers[batches.worker_of(i, n, len(workers))]],
                                         "allow_other_workers": True}
         with dask.annotate(**where):
             tasks.append(dask.delayed(run_block, pure=False)(job, i, dask_key_name=f"{name}-{token}-{i}"))
@@ -554,30 +477,6 @@ def graph(job: Job, name: str, workers: list | None = None):
                  for k in range(0, len(level), 8)]
         depth += 1
     return tasks, level[0]
-
-
-def _worker_of(i: int, n: int, workers: int) -> int:
-    """The worker given block ``i`` of ``n``: contiguous ranges of blocks, one per worker."""
-    return i * workers // n
-
-
-def decode_batches(job: Job, workers: int, limit: int) -> tuple:
-    """Per block (b0, b1, w1): the blocks b0..b1 whose input is decoded in one batch with it
-    (its worker's range cut into runs of at most ``limit`` bytes of rows, at least one block
-    each) and the end w1 of that range (the reader decodes batches ahead up to w1)."""
-    n = len(job.row_blocks)
-    row_bytes = math.prod(job.layout.shape[1:]) * np.dtype(job.layout.dtype).itemsize
-    out: list = []
-    for i, (r0, r1) in enumerate(job.row_blocks):
-        w = _worker_of(i, n, workers)
-        b0 = out[-1][0] if out and _worker_of(i - 1, n, workers) == w else i
-        if (r1 - job.row_blocks[b0][0]) * row_bytes > limit:
-            b0 = i
-        out.append((b0, w))
-    ends = {}  # the end of each batch and of each worker's range
-    for i, (b0, w) in enumerate(out):
-        ends[("batch", b0)] = ends[("worker", w)] = i + 1
-    return tuple((b0, ends[("batch", b0)], ends[("worker", w)]) for b0, w in out)
 
 
 def _add(*parts):

@@ -36,7 +36,10 @@ def test_direct_path_on_the_gpu_equals_scipy(tmp_path, monkeypatch, shape, chunk
     steps = [{"op": "gaussian_filter", "sigma": 1.5}, {"op": "laplace", "mode": "nearest"}]
     wf, s = _run(tmp_path, "a", {"path": "in.zarr", "synthetic": {"shape": list(shape), "chunks": list(chunks),
                                                                    "seed": 7}}, steps)
-    assert "upload" in s["stage_seconds"]  # zarr decoded into pinned memory, then one upload
+    from distconv.backends.cuda import zstd as gpu_zstd
+
+    # zarr's chunks decoded by nvCOMP in batches where installed, else by zarr into pinned memory
+    assert ("batches decoded" in s["stage_seconds"]) == gpu_zstd.available() != ("upload" in s["stage_seconds"])
     x = zarr.open_array(wf.input["path"], mode="r")[...]
     first = zarr.open_array(wf.outputs["path"], mode="r")[...]
     np.testing.assert_allclose(first, ndi.laplace(ndi.gaussian_filter(x, 1.5), mode="nearest"),
@@ -45,8 +48,6 @@ def test_direct_path_on_the_gpu_equals_scipy(tmp_path, monkeypatch, shape, chunk
     w = np.arange(15, dtype=np.float64).reshape(3, 5) / 10 - 0.7
     wf2, s2 = _run(tmp_path, "b", {"path": wf.outputs["path"]},
                    [{"op": "correlate", "weights": (w if len(shape) == 2 else w[None]).tolist(), "mode": "mirror"}])
-    from distconv.backends.cuda import zstd as gpu_zstd
-
     assert ("upload" not in s2["stage_seconds"]) == gpu_zstd.available()
     np.testing.assert_allclose(zarr.open_array(wf2.outputs["path"], mode="r")[...],
                                ndi.correlate(first, w if len(shape) == 2 else w[None], mode="mirror"),
@@ -122,8 +123,9 @@ def test_nvcomp_frames_round_trip_with_cpu_zstd(frame):
     ([{"op": "gaussian_filter", "sigma": 3.0}], lambda x: ndi.gaussian_filter(x, 3.0))])
 def test_zarr_chunks_decoded_in_batches_of_blocks_on_the_gpu(tmp_path, monkeypatch, steps, ref):
     """zarr's unsharded zstd chunks decoded by nvCOMP a batch of blocks at a time (three blocks
-    per batch here, the next batch ahead; halos deeper than a chunk row too); a batch holding
-    a chunk zarr left out (fill value) goes back to zarr's decode on the CPU."""
+    per batch here, batches ahead; halos from the neighbouring batch, deeper than a chunk row
+    too); the blocks reading a batch that holds a chunk zarr left out (fill value) go back to
+    zarr's decode on the CPU."""
     import dask
 
     from distconv.backends.cuda import zstd as gpu_zstd
@@ -142,7 +144,7 @@ def test_zarr_chunks_decoded_in_batches_of_blocks_on_the_gpu(tmp_path, monkeypat
         wf, s = _run(tmp_path, "h", {"path": str(tmp_path / "in.zarr")}, steps)
     st = s["stage_seconds"]
     assert st["batches decoded"] >= 1 and st["batch decode"] > 0 and "rows" in st
-    assert st["upload"] > 0  # the batch with the absent chunk went through zarr and one upload
+    assert "upload" in st  # the blocks of the batch with the absent chunk went through zarr
     np.testing.assert_allclose(zarr.open_array(wf.outputs["path"], mode="r")[...], ref(x.astype(np.float64)),
                                rtol=2e-5, atol=2e-5)
 

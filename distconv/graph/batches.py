@@ -1,0 +1,204 @@
+"""Zarr's plain zstd chunks decoded on the GPU a batch of blocks at a time (the direct path's
+read stage for the layout zarr and dask write by default: unsharded 64 MiB chunks).
+
+nvCOMP decodes a 64 MiB zstd frame on one unit of the GPU in ~0.6 s, and a batch of up to ~190
+such frames in about the same 0.7-0.8 s (one H200); the host's 16 cores decode ~5 GB/s
+(NOTES.md, "End to end, round 7"). So the GPU pays only with many frames in flight: a worker's
+range of blocks is cut into batches (``plan``), and a process's Reader decodes several batches
+at once ahead of the blocks, each on its own stream, their chunk files read one batch at a time
+in block order (the first block waits for one batch's files only). A batch decodes its own
+blocks' chunk rows; a block's halo rows come from the neighbouring batch of its worker, so only
+a worker's first and last batch decode the chunk rows beyond its range.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import itertools
+import threading
+
+import numpy as np
+
+from . import plain_chunks
+
+READERS = 4      # batches decoding at once per process (each holds its decoded rows)
+READ_AHEAD = 3   # batches of its worker started ahead of the one a block is in
+KEEP = 8         # batches held per process at most (blocks dask moved to another worker never
+                 # take theirs): beyond it the oldest is dropped, and decoded again if needed
+
+
+def worker_of(i: int, n: int, workers: int) -> int:
+    """The worker given block ``i`` of ``n``: contiguous ranges of blocks, one per worker."""
+    return i * workers // n
+
+
+def plan(row_blocks: tuple, row_bytes: int, workers: int, limit: int) -> tuple:
+    """Per block (b0, b1, w1): the blocks b0..b1 decoded in one batch with it (its worker's
+    range cut into runs of at most ``limit`` bytes of rows, at least one block each) and the
+    end w1 of that range."""
+    n = len(row_blocks)
+    out: list = []
+    for i, (r0, r1) in enumerate(row_blocks):
+        w = worker_of(i, n, workers)
+        b0 = out[-1][0] if out and worker_of(i - 1, n, workers) == w else i
+        if (r1 - row_blocks[b0][0]) * row_bytes > limit:
+            b0 = i
+        out.append((b0, w))
+    ends = {}  # the end of each batch and of each worker's range
+    for i, (b0, w) in enumerate(out):
+        ends[("batch", b0)] = ends[("worker", w)] = i + 1
+    return tuple((b0, ends[("batch", b0)], ends[("worker", w)]) for b0, w in out)
+
+
+def _prev(batches: tuple, b0: int):
+    """The batch before batch ``b0`` in its worker's range (its first block), or None."""
+    return batches[b0 - 1][0] if b0 > 0 and batches[b0 - 1][2] == batches[b0][2] else None
+
+
+def _next(batches: tuple, b0: int):
+    """The batch after batch ``b0`` in its worker's range, or None."""
+    b1, w1 = batches[b0][1:]
+    return b1 if b1 < w1 else None
+
+
+def span(job, b0: int) -> tuple:
+    """Rows decoded by batch ``b0``: its blocks' rows, and the halo rows beyond them where no
+    batch of its worker holds those (the first and the last of a worker's range)."""
+    n0, (above, below) = job.layout.shape[0], job.stencil.depth[0]
+    lo, hi = job.row_blocks[b0][0], job.row_blocks[job.batches[b0][1] - 1][1]
+    if _prev(job.batches, b0) is None:
+        lo = max(0, lo - above)
+    if _next(job.batches, b0) is None:
+        hi = min(n0, hi + below)
+    return lo, hi
+
+
+def sources(job, i: int, lo: int, hi: int) -> list | None:
+    """Rows lo..hi of block ``i`` (its rows and halo) as [(batch, a, b), ...] in row order:
+    its own batch's rows and a neighbouring batch's; None if a halo reaches past them."""
+    g = job.batches[i][0]
+    s0, s1 = span(job, g)
+    out = [(g, max(lo, s0), min(hi, s1))]
+    for nb, a, b in ((_prev(job.batches, g), lo, s0), (_next(job.batches, g), s1, hi)):
+        if a < b:
+            if nb is None or not (span(job, nb)[0] <= a and b <= span(job, nb)[1]):
+                return None
+            out.append((nb, a, b))
+    return sorted(out, key=lambda s: s[1])
+
+
+def _takers(job, b0: int) -> int:
+    """How many blocks read rows of batch ``b0`` (its own, and its neighbours' edge blocks)."""
+    n0, (above, below) = job.layout.shape[0], job.stencil.depth[0]
+    b1 = job.batches[b0][1]
+    near = range(max(0, b0 - 1), min(len(job.row_blocks), b1 + 1))
+    count = 0
+    for i in near:
+        if job.batches[i][2] != job.batches[b0][2]:
+            continue  # another worker's block
+        r0, r1 = job.row_blocks[i]
+        src = sources(job, i, max(0, r0 - above), min(n0, r1 + below)) or ()
+        count += any(s[0] == b0 for s in src)
+    return count
+
+
+@dataclasses.dataclass(frozen=True)
+class Decoded:
+    """A batch's chunks (plain_chunks.Chunks) decoded on the device, chunk-major in ``flat``."""
+    flat: object
+    chunks: plain_chunks.Chunks
+
+
+class Reader:
+    """The batches this process decodes: a block starts its own batch, the batches its halo
+    rows lie in and the next READ_AHEAD of its worker, decoded on READERS threads; a batch is
+    dropped once every block that reads it took it (or beyond KEEP)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._live = collections.OrderedDict()  # (run, b0) -> [future, takers left, first taker]
+        self._pool = None
+        self._tickets = itertools.count()
+        self._turn = threading.Condition()
+        self._serving = 0
+
+    def take(self, job, i: int, src, lo: int, hi: int, clock):
+        """Rows lo..hi of block ``i`` as [(Decoded, a, b), ...] in row order (waits for their
+        batches); None where those rows cannot be read so (not zarr's plain zstd chunks, a
+        chunk absent, a halo deeper than a batch): read through zarr then. The seconds of
+        each batch's stages are counted on the first block that takes it."""
+        parts = sources(job, i, lo, hi)
+        if parts is None:
+            return None
+        ahead, g = [], job.batches[i][0]
+        while len(ahead) < READ_AHEAD and _next(job.batches, g) is not None:
+            g = _next(job.batches, g)
+            ahead.append(g)
+        futures = {b: self._start(job, src, b) for b in dict.fromkeys([p[0] for p in parts] + ahead)}
+        out = []
+        for b, a, c in parts:
+            decoded, seconds = futures[b].result()
+            if self._took(job.run, b, futures[b]):
+                for stage, t in seconds.items():
+                    clock.count(stage, t)
+            if decoded is None:
+                return None
+            out.append((decoded, a, c))
+        return out
+
+    def _start(self, job, src, b0: int):
+        from concurrent.futures import ThreadPoolExecutor
+
+        with self._lock:
+            entry = self._live.get((job.run, b0))
+            if entry is None:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(READERS, thread_name_prefix="distconv-batch")
+                fut = self._pool.submit(self._decode, job, src, b0, next(self._tickets))
+                entry = self._live[(job.run, b0)] = [fut, _takers(job, b0), True]
+                while len(self._live) > KEEP:
+                    self._live.popitem(last=False)
+            return entry[0]
+
+    def _took(self, run: str, b0: int, fut) -> bool:
+        """Block taken batch b0; True for its first taker."""
+        with self._lock:
+            entry = self._live.get((run, b0))
+            if entry is None or entry[0] is not fut:
+                return False
+            first, entry[2] = entry[2], False
+            entry[1] -= 1
+            if entry[1] <= 0:
+                del self._live[(run, b0)]
+            return first
+
+    def _decode(self, job, src, b0: int, ticket: int):
+        """Batch b0 decoded on this GPU, on the reader thread's own stream: (Decoded or None,
+        seconds per stage). Its chunk files are read when its ticket's turn comes (batches'
+        files one at a time, in the order they were started), the decode overlaps others'."""
+        import time
+
+        from ..backends.cuda import transfer
+        from ..backends.cuda import zstd as gpu_zstd
+
+        with self._turn:
+            self._turn.wait_for(lambda: self._serving == ticket)
+        t0 = time.perf_counter()
+        try:
+            ch = plain_chunks.locate(src, job.src, *span(job, b0))
+            if ch is None:
+                return None, {}
+            stream = transfer.slot_stream(("batch", threading.get_ident()))
+            with stream:
+                raw = transfer.to_device_in_pieces(*ch.pieces(), "batch")
+        finally:
+            with self._turn:
+                self._serving += 1
+                self._turn.notify_all()
+        t1 = time.perf_counter()
+        with stream:
+            flat = gpu_zstd.decode_device(raw, ch.starts, ch.sizes, ch.layout.frame_nbytes, np.dtype(ch.layout.dtype))
+        del raw
+        return Decoded(flat, ch), {"batch files to device": t1 - t0, "batch decode": time.perf_counter() - t1,
+                                   "batches decoded": 1}
