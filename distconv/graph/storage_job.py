@@ -419,7 +419,7 @@ _EDGES = _EdgeRows()
 # Zarr's plain zstd chunks decoded by nvCOMP a batch of blocks at a time (graph/batches.py):
 # dask config ``distconv.decode-batch-bytes`` bounds a batch's rows (device memory: a process
 # holds up to batches.READERS of them, decoding, and those its blocks still read).
-BATCH_BYTES = 2 * 2**30
+BATCH_BYTES = 4 * 2**30
 BATCH_KEY = "distconv.decode-batch-bytes"
 _BATCHES = batches.Reader()
 
