@@ -1,5 +1,5 @@
 """The plan of decode batches (graph/batches.py) and the Reader's bookkeeping, on the CPU: a
-worker's first blocks are batches of one, the others runs of its blocks within the byte limit; a block's rows come from its own
+batch is a run of one worker's blocks within the byte limit; a block's rows come from its own
 batch and its neighbours' exactly; every batch is dropped once its readers took it; rows read
 through the Reader (decoded here by the CPU codec in place of nvCOMP) equal zarr's."""
 
@@ -25,11 +25,10 @@ def _blocks(n0, step):
     return tuple((a, min(a + step, n0)) for a in range(0, n0, step))
 
 
-@pytest.mark.parametrize("singles", [0, 1, 2])
 @pytest.mark.parametrize("workers, limit", [(1, 10**9), (2, 10**9), (3, 2500), (2, 1), (5, 4000)])
-def test_batches_cut_each_workers_range(workers, limit, singles):
+def test_batches_cut_each_workers_range(workers, limit):
     rows = _blocks(61, 7)
-    got = batches.plan(rows, 9 * 4, workers, limit, singles)
+    got = _job(rows, 61, (0, 0), workers, limit).batches
     n = len(rows)
     assert len(got) == n
     for i, (b0, b1, w1) in enumerate(got):
@@ -38,9 +37,7 @@ def test_batches_cut_each_workers_range(workers, limit, singles):
         assert w1 == mine[-1] + 1 and b0 <= i < b1 <= w1 and b0 >= mine[0]
         assert all(got[j][:2] == (b0, b1) for j in range(b0, b1))
         assert b1 - b0 == 1 or (rows[b1 - 1][1] - rows[b0][0]) * 9 * 4 <= limit
-        if b0 < mine[0] + singles:  # a worker's first blocks are batches of their own
-            assert b1 == b0 + 1
-        elif b1 < w1:  # other batches are cut only where the next block would pass the limit
+        if b1 < w1:  # a batch is cut only where the next block would pass the limit
             assert (rows[b1][1] - rows[b0][0]) * 9 * 4 > limit
 
 

@@ -33,21 +33,17 @@ def worker_of(i: int, n: int, workers: int) -> int:
     return i * workers // n
 
 
-def plan(row_blocks: tuple, row_bytes: int, workers: int, limit: int, singles: int = 1) -> tuple:
-    """Per block (b0, b1, w1): the blocks b0..b1 decoded in one batch with it and the end w1
-    of its worker's range. A worker's first ``singles`` blocks (one per I/O slot) are batches
-    of their own: the first blocks wait for a whole batch, its files on the device and
-    nvCOMP's ~0.6 s per 64 MiB frame. The rest of the range is cut into runs of at most
-    ``limit`` bytes of rows (at least one block each), decoded while the first blocks run."""
+def plan(row_blocks: tuple, row_bytes: int, workers: int, limit: int) -> tuple:
+    """Per block (b0, b1, w1): the blocks b0..b1 decoded in one batch with it (its worker's
+    range cut into runs of at most ``limit`` bytes of rows, at least one block each) and the
+    end w1 of that range."""
     n = len(row_blocks)
-    out: list = []  # (first block of its batch, worker) per block
-    placed = 0      # blocks of the current worker so far
+    out: list = []
     for i, (r0, r1) in enumerate(row_blocks):
         w = worker_of(i, n, workers)
-        placed = placed + 1 if out and out[-1][1] == w else 1
-        b0 = i
-        if placed > singles + 1 and (r1 - row_blocks[out[-1][0]][0]) * row_bytes <= limit:
-            b0 = out[-1][0]
+        b0 = out[-1][0] if out and worker_of(i - 1, n, workers) == w else i
+        if (r1 - row_blocks[b0][0]) * row_bytes > limit:
+            b0 = i
         out.append((b0, w))
     ends = {}  # the end of each batch and of each worker's range
     for i, (b0, w) in enumerate(out):

@@ -462,7 +462,7 @@ def graph(job: Job, name: str, workers: list | None = None):
     if job.gpu:
         row_bytes = math.prod(job.layout.shape[1:]) * np.dtype(job.layout.dtype).itemsize
         job = dataclasses.replace(job, batches=batches.plan(job.row_blocks, row_bytes, len(workers or [None]),
-                                                            batch_bytes(), singles=io_slots()))
+                                                            batch_bytes()))
     token = tokenize(job)
     tasks = []
     for i in range(n):
