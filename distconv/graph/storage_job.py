@@ -7,7 +7,8 @@ stencil on a Tile whose halo pieces are views of that one buffer, optionally cou
 histogram of the result, and writes its own shards (encoded with nvCOMP on the GPU when
 available, else zstd on every CPU core). Reads go through zarr, with the zarrs Rust codec
 pipeline when it is installed, or straight from the input's shard files when nvCOMP decodes
-them. A task runs in three stages (read, device, write) and a process keeps IO_SLOTS blocks
+them, or (zarr's plain zstd chunks, with nvCOMP) from device memory that a batch of the
+worker's blocks was decoded into ahead of them (graph/batches.py). A task runs in three stages (read, device, write) and a process keeps IO_SLOTS blocks
 in flight, DEVICE_BLOCKS of them at a time on its device, so the stages of different blocks
 overlap. A per-block mark makes a rerun with resume skip finished blocks.
 """
