@@ -61,30 +61,30 @@ def measure(a, say):
     z = zarr.open_array(str(src), mode="r")
     (ch0, cw), per_row = z.chunks, -(-z.shape[1] // z.chunks[1])  # chunks per chunk row
     batches = [n for n in (4, 8, 16) if n <= rows // ch0]
-    read_into(plain_chunks.locate(z, str(src), 0, batches[-1] * ch0), )  # pinned buffer allocated, untimed
+    read_into(plain_chunks.locate(z, str(src), 0, batches[-1] * ch0))  # pinned buffer allocated, untimed
     for batch_rows in batches:
         ch = plain_chunks.locate(z, str(src), 0, batch_rows * ch0)
         frame, nframes, sizes = ch.layout.frame_nbytes, len(ch.files), ch.sizes
-        for threads in (shards.FILE_THREADS,):
-            t0 = time.perf_counter()
-            fr = read_into(ch)
-            t1 = time.perf_counter()
-            out = gz.decode_frames(fr.buf, fr.starts, fr.sizes, frame, z.dtype)
-            cupy.cuda.runtime.deviceSynchronize()
-            t2 = time.perf_counter()
-            # frame i is chunk (i // per_row, i % per_row), C order within the chunk
-            chunks = out.reshape(nframes, ch0, cw)
-            ok = all(np.array_equal(chunks[i].get(), z[i // per_row * ch0:(i // per_row + 1) * ch0,
-                                                       i % per_row * cw:(i % per_row + 1) * cw])
-                     for i in (0, nframes - 1))
-            nbytes = nframes * frame
-            say(what="read files + nvCOMP decode", frames=nframes, threads=threads,
-                compressed_GB=round(float(sizes.sum()) / 1e9, 2), read_s=round(t1 - t0, 3),
-                read_GBps=round(float(sizes.sum()) / (t1 - t0) / 1e9, 2), decode_s=round(t2 - t1, 3),
-                decoded_GBps=round(nbytes / (t2 - t1) / 1e9, 2), total_GBps=round(nbytes / (t2 - t0) / 1e9, 2),
-                checked=ok)
-            del out, chunks
-            cupy.get_default_memory_pool().free_all_blocks()
+        t0 = time.perf_counter()
+        fr = read_into(ch)
+        t1 = time.perf_counter()
+        out = gz.decode_frames(fr.buf, fr.starts, fr.sizes, frame, z.dtype)
+        cupy.cuda.runtime.deviceSynchronize()
+        t2 = time.perf_counter()
+        # frame i is chunk (i // per_row, i % per_row), C order within the chunk
+        chunks = out.reshape(nframes, ch0, cw)
+        ok = all(np.array_equal(chunks[i].get(), z[i // per_row * ch0:(i // per_row + 1) * ch0,
+                                                   i % per_row * cw:(i % per_row + 1) * cw])
+                 for i in (0, nframes - 1))
+        nbytes = nframes * frame
+        say(what="read files + nvCOMP decode", frames=nframes, threads=shards.FILE_THREADS,
+            compressed_GB=round(float(sizes.sum()) / 1e9, 2), read_s=round(t1 - t0, 3),
+            read_GBps=round(float(sizes.sum()) / (t1 - t0) / 1e9, 2), decode_s=round(t2 - t1, 3),
+            decoded_GBps=round(nbytes / (t2 - t1) / 1e9, 2), total_GBps=round(nbytes / (t2 - t0) / 1e9, 2),
+            checked=ok)
+        del out, chunks
+        cupy.get_default_memory_pool().free_all_blocks()
+
 
 if __name__ == "__main__":
     main()
