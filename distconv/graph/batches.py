@@ -88,15 +88,17 @@ def sources(job, i: int, lo: int, hi: int) -> list | None:
     return sorted(out, key=lambda s: s[1])
 
 
-def _takers(job, b0: int) -> int:
-    """How many blocks read rows of batch ``b0`` (its own, and its neighbours' edge blocks)."""
+def _takers(job, b0: int, runs=None) -> int:
+    """How many blocks read rows of batch ``b0`` (its own, and its neighbours' edge blocks),
+    counting only blocks ``i`` with ``runs(i)`` (all by default; a resumed job skips those
+    already written)."""
     n0, (above, below) = job.layout.shape[0], job.stencil.depth[0]
     b1 = job.batches[b0][1]
     near = range(max(0, b0 - 1), min(len(job.row_blocks), b1 + 1))
     count = 0
     for i in near:
-        if job.batches[i][2] != job.batches[b0][2]:
-            continue  # another worker's block
+        if job.batches[i][2] != job.batches[b0][2] or (runs is not None and not runs(i)):
+            continue  # another worker's block, or one that will not run
         r0, r1 = job.row_blocks[i]
         src = sources(job, i, max(0, r0 - above), min(n0, r1 + below)) or ()
         count += any(s[0] == b0 for s in src)
@@ -123,11 +125,13 @@ class Reader:
         self._turn = threading.Condition()
         self._serving = 0
 
-    def take(self, job, i: int, src, lo: int, hi: int, clock):
+    def take(self, job, i: int, src, lo: int, hi: int, clock, runs=None):
         """Rows lo..hi of block ``i`` as [(Decoded, a, b), ...] in row order (waits for their
         batches); None where those rows cannot be read so (not zarr's plain zstd chunks, a
-        chunk absent, a halo deeper than a batch): read through zarr then. The seconds of
-        each batch's stages are counted on the first block that takes it."""
+        chunk absent, a halo deeper than a batch): read through zarr then. ``runs(j)``: whether
+        block j will run (and take its rows); a batch ahead that no block will take is not
+        decoded. The seconds of each batch's stages are counted on the first block that
+        takes it."""
         parts = sources(job, i, lo, hi)
         if parts is None:
             return None
@@ -135,7 +139,8 @@ class Reader:
         while len(ahead) < READ_AHEAD and _next(job.batches, g) is not None:
             g = _next(job.batches, g)
             ahead.append(g)
-        futures = {b: self._start(job, src, b) for b in dict.fromkeys([p[0] for p in parts] + ahead)}
+        needed = [p[0] for p in parts]
+        futures = {b: self._start(job, src, b, runs, b in needed) for b in dict.fromkeys(needed + ahead)}
         out = []
         for b, a, c in parts:
             decoded, seconds = futures[b].result()
@@ -147,16 +152,21 @@ class Reader:
             out.append((decoded, a, c))
         return out
 
-    def _start(self, job, src, b0: int):
+    def _start(self, job, src, b0: int, runs=None, needed: bool = True):
+        """Batch b0's future, started unless it is held already; None for a batch not
+        ``needed`` now that no block will take."""
         from concurrent.futures import ThreadPoolExecutor
 
         with self._lock:
             entry = self._live.get((job.run, b0))
             if entry is None:
+                takers = _takers(job, b0, runs)
+                if not (takers or needed):
+                    return None
                 if self._pool is None:
                     self._pool = ThreadPoolExecutor(READERS, thread_name_prefix="distconv-batch")
                 fut = self._pool.submit(self._decode, job, src, b0, next(self._tickets))
-                entry = self._live[(job.run, b0)] = [fut, _takers(job, b0), True]
+                entry = self._live[(job.run, b0)] = [fut, max(takers, 1), True]
                 while len(self._live) > KEEP:
                     self._live.popitem(last=False)
             return entry[0]

@@ -173,7 +173,7 @@ def run_block(job: Job, i: int):
     decode or upload, kernels, histogram, encode, file writes), the stages timed with the GPU
     synced."""
     mark = ownership.block_mark(job.dst, block_mark(job, i))
-    if mark.exists() and job.edges is None:
+    if not _runs(job, i):
         return np.zeros(0, dtype=np.int64), {}
     clock = _Clock(job.gpu)
     slots = _slots()
@@ -183,6 +183,12 @@ def run_block(job: Job, i: int):
         return _run_block(job, i, slot, mark, clock)
     finally:
         slots.put(slot)
+
+
+def _runs(job: Job, i: int) -> bool:
+    """Whether block ``i`` reads its input in this run (run_block skips a written block unless
+    it counts a histogram)."""
+    return job.edges is not None or not ownership.block_mark(job.dst, block_mark(job, i)).exists()
 
 
 def block_mark(job: Job, i: int) -> str:
@@ -279,7 +285,7 @@ def _fetch(job: Job, i: int, rows: tuple, slot: int, clock):
         from ..backends.cuda import zstd as gpu_zstd
 
         if job.src_layout is None and job.batches and gpu_zstd.available():
-            parts = _BATCHES.take(job, i, _open(job.src), lo, hi, clock)
+            parts = _BATCHES.take(job, i, _open(job.src), lo, hi, clock, functools.partial(_runs, job))
             clock.lap("batch wait")
             if parts is not None:
                 return _Decoded(parts)
