@@ -99,7 +99,7 @@ def test_reader_gives_zarrs_rows_and_keeps_nothing(tmp_path, monkeypatch, skippe
     for i in runs:
         lo, hi = max(0, rows[i][0] - depth[0]), min(n0, rows[i][1] + depth[1])
         parts = reader.take(job, i, z, lo, hi, clock, lambda j: j not in skipped)
-        got = np.concatenate([plain_chunks.rows_of(d.flat, d.chunks, a, b) for d, a, b in parts])
+        got = plain_chunks.gather([(d.flat, d.chunks, a, b) for d, a, b in parts], lo, hi)
         np.testing.assert_array_equal(got, x[lo:hi])
     read = {p[0] for i in runs for p in batches.sources(job, i, max(0, rows[i][0] - depth[0]),
                                                           min(n0, rows[i][1] + depth[1]))}

@@ -82,7 +82,8 @@ def sources(job, i: int, lo: int, hi: int) -> list | None:
     out = [(g, max(lo, s0), min(hi, s1))]
     for nb, a, b in ((_prev(job.batches, g), lo, s0), (_next(job.batches, g), s1, hi)):
         if a < b:
-            if nb is None or not (span(job, nb)[0] <= a and b <= span(job, nb)[1]):
+            n0, n1 = span(job, nb) if nb is not None else (b, a)
+            if not (n0 <= a and b <= n1):
                 return None
             out.append((nb, a, b))
     return sorted(out, key=lambda s: s[1])

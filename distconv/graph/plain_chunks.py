@@ -5,7 +5,7 @@ Each chunk file is one standard zstd frame of the chunk's C-order elements (edge
 stored whole), so a run of chunk rows is a run of frames in a shards.Layout whose shards are
 the chunks themselves. nvCOMP decodes a frame on one unit of the GPU (~0.1 GB/s for a 64 MiB
 frame) and a batch of up to ~190 of them in about the same 0.7-0.8 s (NOTES.md, "End to end,
-round 7"), so the direct path decodes many blocks' chunks in one batch (storage_job).
+round 7"), so the direct path decodes many blocks' chunks in one batch (graph/batches.py).
 """
 
 from __future__ import annotations
@@ -90,16 +90,36 @@ def locate(src, path: str, a: int, b: int) -> Chunks | None:
     return Chunks(files, starts, sizes, k0 * chunks[0], min(k1 * chunks[0], shape[0]) - k0 * chunks[0], layout)
 
 
-def rows_of(flat, ch: Chunks, lo: int, hi: int):
-    """Rows lo..hi (inside ch's rows) out of ch's decoded frames ``flat`` (chunk-major, numpy
-    or cupy): a view of a new array made from the chunk rows that hold them only."""
-    c0 = ch.layout.shard[0]
-    per_row = math.prod(ch.layout.shard_grid(1)[1:])  # chunks (frames) per chunk row
-    ka, kb = (lo - ch.row0) // c0, -(-(hi - ch.row0) // c0)
-    elems = per_row * math.prod(ch.layout.inner)
-    top = ch.row0 + ka * c0
-    out = shards.from_chunk_major(flat[ka * elems:kb * elems], ch.layout, hi - top)
-    return out[lo - top:]
+def gather(parts, lo: int, hi: int):
+    """Rows lo..hi of the array from decoded chunks: ``parts`` = [(flat, chunks, a, b), ...],
+    rows a..b (in row order, covering lo..hi) from the frames ``flat`` (chunk-major, numpy or
+    cupy) of ``chunks``. Each row is copied once, from the chunk rows holding it, into one new
+    array padded to whole chunks on the other axes; returns the view of its real extent."""
+    from ..core.arrays import array_module
+
+    flat0, ch0 = parts[0][:2]
+    layout = ch0.layout
+    grid, inner = layout.shard_grid(1)[1:], layout.inner  # chunks along axes 1..; chunk shape
+    full = array_module(flat0).empty((hi - lo,) + tuple(g * c for g, c in zip(grid, inner[1:])), flat0.dtype)
+    for flat, ch, a, b in parts:
+        _copy_rows(flat, ch, a, b, full[a - lo:b - lo])
+    return full[(slice(None),) + tuple(slice(0, n) for n in layout.shape[1:])]
+
+
+def _copy_rows(flat, ch: Chunks, a: int, b: int, dest) -> None:
+    """Rows a..b of ch's decoded frames ``flat`` into ``dest`` (b - a rows, padded to whole
+    chunks): one strided copy per chunk row."""
+    nd, c0 = len(ch.layout.shape), ch.layout.inner[0]
+    grid, inner = ch.layout.shard_grid(1)[1:], ch.layout.inner
+    elems = math.prod(grid) * math.prod(inner)  # per chunk row
+    # a chunk row's frames (g1.., c0, c1..) seen as (c0, g1, c1, g2, c2, ...): C order of its rows
+    order = [nd - 1] + [x for ax in range(nd - 1) for x in (ax, nd + ax)]
+    pairs = tuple(x for g, c in zip(grid, inner[1:]) for x in (g, c))
+    for k in range((a - ch.row0) // c0, -(-(b - ch.row0) // c0)):
+        top = ch.row0 + k * c0
+        r0, r1 = max(a, top), min(b, top + c0)
+        rows = flat[k * elems:(k + 1) * elems].reshape(tuple(grid) + tuple(inner)).transpose(order)
+        dest[r0 - a:r1 - a].reshape((r1 - r0,) + pairs)[...] = rows[r0 - top:r1 - top]
 
 
 def _size(f: Path) -> int:

@@ -8,9 +8,10 @@ histogram of the result, and writes its own shards (encoded with nvCOMP on the G
 available, else zstd on every CPU core). Reads go through zarr, with the zarrs Rust codec
 pipeline when it is installed, or straight from the input's shard files when nvCOMP decodes
 them, or (zarr's plain zstd chunks, with nvCOMP) from device memory that a batch of the
-worker's blocks was decoded into ahead of them (graph/batches.py). A task runs in three stages (read, device, write) and a process keeps IO_SLOTS blocks
-in flight, DEVICE_BLOCKS of them at a time on its device, so the stages of different blocks
-overlap. A per-block mark makes a rerun with resume skip finished blocks.
+worker's blocks was decoded into ahead of them (graph/batches.py). A task runs in three
+stages (read, device, write) and a process keeps IO_SLOTS blocks in flight, DEVICE_BLOCKS
+of them at a time on its device, so the stages of different blocks overlap. A per-block mark
+makes a rerun with resume skip finished blocks.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import backends
-from ..core.arrays import array_module, is_cupy, to_host
+from ..core.arrays import is_cupy, to_host
 from ..core.stencil import Stencil
 from ..core.tile import Tile
 from . import batches, chunk_heads, ownership, plain_chunks, shards
@@ -276,7 +277,7 @@ def _fetch(job: Job, i: int, rows: tuple, slot: int, clock):
     """The read stage of block ``i``: rows lo..hi of the input (``rows`` = (lo, r0, r1, hi): the
     block r0..r1 and its halo), as shards.Frames on the host when the input's shards decode on
     this GPU through nvCOMP (the files read straight into pinned memory), as its batch's
-    frames decoded on the device when the input is zarr's plain zstd chunks (_Batches), else
+    frames decoded on the device when the input is zarr's plain zstd chunks (batches.Reader), else
     as an array decoded by zarr (zarrs when installed; on a GPU straight into pinned memory: a
     pageable upload runs at ~1 GB/s there), the halo rows shared with neighbouring blocks."""
     lo, r0, r1, hi = rows
@@ -311,8 +312,7 @@ def _to_device(job: Job, fetched, lo: int, hi: int, clock):
     """The fetched rows where the block runs: cut from its batch's decoded chunks, frames
     decoded by nvCOMP, a pinned host array uploaded, or (no GPU) the host array itself."""
     if isinstance(fetched, _Decoded):
-        parts = [plain_chunks.rows_of(d.flat, d.chunks, a, b) for d, a, b in fetched.parts]
-        ext = parts[0] if len(parts) == 1 else array_module(parts[0]).concatenate(parts, axis=0)
+        ext = plain_chunks.gather([(d.flat, d.chunks, a, b) for d, a, b in fetched.parts], lo, hi)
         clock.lap("rows")
         return ext
     if isinstance(fetched, shards.Frames):
