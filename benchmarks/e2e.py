@@ -130,6 +130,20 @@ def check(out: Path, src: Path, fn, bands) -> bool:
     return True
 
 
+def stored_histogram(out: Path, spec: dict) -> list:
+    """numpy.histogram of every value of the stored output, read in pieces: the counts the
+    fused pass made must be those of the values it wrote, exactly (the values themselves are
+    checked against scipy by check())."""
+    import zarr
+
+    z = zarr.open_array(str(out), mode="r")
+    step = max(1, 2**28 // (z.dtype.itemsize * int(np.prod(z.shape[1:]))))
+    total = np.zeros(spec["bins"], dtype=np.int64)
+    for r in range(0, z.shape[0], step):
+        total += np.histogram(z[r:r + step], bins=spec["bins"], range=tuple(spec["range"]))[0]
+    return total.tolist()
+
+
 def fs_type(path: Path) -> str:
     """The file system holding ``path`` (tmpfs separates the pipeline from the node's disk)."""
     best, kind = "", "?"
@@ -182,7 +196,8 @@ def main():
                                                                 {"op": "laplace"}], hist)
         chain = lambda v: ndi.laplace(ndi.gaussian_filter(v, 2.0), mode="nearest")  # noqa: E731
         counts = json.loads(Path(hist["json"]).read_text())["counts"]
-        results["chain3"]["checked"] = check(root / "chain3.zarr", src, chain, bands) and sum(counts) > 0
+        results["chain3"]["checked"] = (check(root / "chain3.zarr", src, chain, bands)
+                                        and counts == stored_histogram(root / "chain3.zarr", hist))
     anchors = {"dask_image": None, "copy": None} if a.no_anchors else cpu_anchors(src, root, a.cpu_workers,
                                                                                   a.cpu_threads)
     rows_out = []

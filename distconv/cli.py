@@ -1,4 +1,6 @@
-"""The ``distconv`` command: info, run, bench. Errors print one line and exit 2."""
+"""The ``distconv`` command: info, run, bench. A problem with the user's input prints one line
+and exits 2 (all problems of the workflow and cluster files at once, before any work); an
+internal failure says so with its traceback and exits 1; Ctrl-C prints one line, exit 130."""
 
 from __future__ import annotations
 
@@ -35,12 +37,21 @@ def info(cluster_path):
 @main.command()
 @click.argument("workflow_path", metavar="WORKFLOW.yaml")
 @click.option("--cluster", "cluster_path", default=None, help="cluster YAML (default ./cluster.yaml)")
-@click.option("--overwrite", is_flag=True, help="replace existing outputs")
-@click.option("--resume", is_flag=True, help="finish an interrupted run: write only the missing blocks")
+@click.option("--overwrite", is_flag=True, help="replace an output distconv wrote (with --resume: "
+              "only when it is another job's)")
+@click.option("--resume", is_flag=True, help="finish an interrupted run of the same workflow: write "
+              "only the missing blocks (nothing to do when it is complete)")
 @click.option("--no-progress", is_flag=True, help="no progress bar")
 @click.option("--json", "json_path", default=None, help="also write the run summary as JSON here")
 def run(workflow_path, cluster_path, overwrite, resume, no_progress, json_path):
     """Run a batch workflow on the cluster."""
+    try:
+        _run(workflow_path, cluster_path, overwrite, resume, no_progress, json_path)
+    except KeyboardInterrupt:
+        _interrupted(workflow_path)
+
+
+def _run(workflow_path, cluster_path, overwrite, resume, no_progress, json_path):
     import json
     import time
 
@@ -50,21 +61,39 @@ def run(workflow_path, cluster_path, overwrite, resume, no_progress, json_path):
     warm_workers(cluster_path)  # the workers' imports run beside this process's and the check
     from . import batch as workflow
 
+    problems, wf, action = [], None, None  # the workflow's and the cluster's, reported together
     try:
         wf = workflow.load(workflow_path)
-        workflow.preflight(wf, overwrite or None, resume)
+    except workflow.WorkflowError as e:
+        problems.append(str(e))
+    try:
         load_config(cluster_path)
-        checked = time.time()
+    except ClusterConfigError as e:
+        problems.append(str(e))
+    if wf is not None:
+        try:
+            action = workflow.preflight(wf, overwrite or None, resume)
+        except workflow.WorkflowError as e:
+            problems.append(str(e))
+    if problems:
+        _fail("; ".join(problems))
+    if action == "done":  # --resume of a finished output of this same job: no cluster needed
+        click.echo(workflow.format_summary(workflow.done_summary(wf)))
+        return
+    checked = time.time()
+    try:
         with cluster(cluster_path) as client:
             cluster_up = time.time()
             summary = workflow.run(wf, client, overwrite=overwrite or None, progress=not no_progress,
-                                       resume=resume)
-    except (workflow.WorkflowError, ClusterConfigError, ValueError, TypeError, FileNotFoundError) as e:
-        _fail(str(e))
-    except KeyboardInterrupt:
-        click.echo(f"distconv: interrupted; finished blocks are kept: run again with --resume to "
-                   f"write only the rest ({workflow_path})", err=True)
-        sys.exit(130)
+                                   resume=resume)
+    except (workflow.WorkflowError, ClusterConfigError) as e:
+        _fail(str(e))  # found only once the cluster is up (device: gpu on workers without one)
+    except Exception:  # noqa: BLE001 - not the user's input: say so, keep the traceback
+        import traceback
+
+        click.echo("distconv: internal error (not a problem with the workflow file; please report "
+                   "it with the traceback below):\n" + traceback.format_exc().rstrip(), err=True)
+        sys.exit(1)
     first = summary.pop("first_task_at", None)
     submitted = summary.pop("submitted_at", None)
     if first is not None:
@@ -78,6 +107,19 @@ def run(workflow_path, cluster_path, overwrite, resume, no_progress, json_path):
     if json_path:
         with open(json_path, "w") as f:
             json.dump(summary, f, indent=1, default=str)
+
+
+def _interrupted(workflow_path):
+    """Ctrl-C: one line, no traceback, exit 130 (the cluster has stopped its workers quietly).
+    The process ends here: a KeyboardInterrupt raised again during interpreter shutdown (a
+    signal that arrived while the first was handled) made it die of SIGINT instead."""
+    import os
+
+    click.echo(f"distconv: interrupted; finished blocks are kept: run again with --resume to "
+               f"write only the rest ({workflow_path})", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)
 
 
 def _process_start() -> float:

@@ -4,7 +4,10 @@ existing scheduler. The client never touches a GPU: GPUs are counted with nvidia
 from __future__ import annotations
 
 import contextlib
+import difflib
 import os
+import signal
+import threading
 from pathlib import Path
 
 import yaml
@@ -45,26 +48,32 @@ def load_config(config=None) -> dict:
         config = yaml.safe_load(path.read_text()) or {}
     if not isinstance(config, dict):
         raise ClusterConfigError(f"cluster config must be a mapping, got {type(config).__name__}")
-    config = dict(config.get("cluster", config))
-    unknown = sorted(set(config) - set(DEFAULTS))
-    if unknown:
-        raise ClusterConfigError(f"unknown cluster key {unknown[0]!r}; allowed: {', '.join(DEFAULTS)}")
+    config = config.get("cluster", config)
+    if not isinstance(config, dict):
+        raise ClusterConfigError(f"cluster config: 'cluster' must be a mapping, got {config!r}")
+    problems = []
+    for key in sorted(set(config) - set(DEFAULTS), key=str):
+        near = difflib.get_close_matches(str(key), list(DEFAULTS), n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        problems.append(f"unknown cluster key {key!r}{hint}; allowed: {', '.join(DEFAULTS)}")
     cfg = {**DEFAULTS, **config}
     if cfg["type"] not in TYPES:
-        raise ClusterConfigError(f"cluster key 'type' is {cfg['type']!r}; allowed: {', '.join(TYPES)}")
+        problems.append(f"cluster key 'type' is {cfg['type']!r}; allowed: {', '.join(TYPES)}")
     if cfg["type"] == "address" and not cfg["address"]:
-        raise ClusterConfigError("cluster key 'address' is required when type is 'address'")
+        problems.append("cluster key 'address' is required when type is 'address'")
     for key in ("n_workers", "threads_per_worker"):
         v = cfg[key]
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-            raise ClusterConfigError(f"cluster key {key!r} must be a positive integer, got {v!r}")
+            problems.append(f"cluster key {key!r} must be a positive integer, got {v!r}")
     if cfg["protocol"] not in ("tcp", "tls", "ucx", "inproc"):
-        raise ClusterConfigError(f"cluster key 'protocol' is {cfg['protocol']!r}; allowed: tcp, tls, ucx, inproc")
+        problems.append(f"cluster key 'protocol' is {cfg['protocol']!r}; allowed: tcp, tls, ucx, inproc")
     if cfg["tls"] is not None:
         if not isinstance(cfg["tls"], dict) or set(cfg["tls"]) - {"ca_file", "cert", "key"}:
-            raise ClusterConfigError("cluster key 'tls' must be a mapping with ca_file, cert, key")
+            problems.append("cluster key 'tls' must be a mapping with ca_file, cert, key")
     if not isinstance(cfg["processes"], bool):
-        raise ClusterConfigError(f"cluster key 'processes' must be true or false, got {cfg['processes']!r}")
+        problems.append(f"cluster key 'processes' must be true or false, got {cfg['processes']!r}")
+    if problems:
+        raise ClusterConfigError("; ".join(problems))
     return cfg
 
 
@@ -153,12 +162,20 @@ def warm_workers(config=None) -> bool:
     if kind == "cuda":
         env["RAPIDS_NO_INITIALIZE"] = "True"  # as LocalCUDACluster sets it
     env = {k: str(v) for k, v in env.items() if v is not None and k not in os.environ}
+    # The server starts with SIGINT ignored, which Python keeps and the server hands to every
+    # worker: Ctrl-C at a terminal reaches the whole process group, and workers raising
+    # KeyboardInterrupt printed tracebacks over `distconv run`'s one line; the process that
+    # started the workers stops them.
+    quiet = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN) if quiet else None
     try:
         os.environ.update(env)
         forkserver.ensure_running()
     finally:
         for k in env:
             del os.environ[k]
+        if quiet:
+            signal.signal(signal.SIGINT, old)
     dask.config.set({START_METHOD_KEY: "forkserver"})
     return True
 
@@ -213,7 +230,29 @@ def cluster(config=None, *, quiet: bool = False):
         if not quiet:
             print(f"distconv: dashboard at {dashboard_link(client, cfg)}", flush=True)
         yield client
+    except KeyboardInterrupt:
+        _quiet_shutdown(client)
+        raise
     finally:
         client.close()
         if owned is not None:
             owned.close()
+
+
+def _quiet_shutdown(client):
+    """After Ctrl-C the workers are stopped mid-task: distributed then logs cancelled tasks,
+    closed comms and workers it had to kill, here and in every worker, which say nothing the
+    user needs. Silence them for the shutdown; a second Ctrl-C meanwhile exits at once."""
+    signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+    _silence_logs()
+    try:
+        client.run(_silence_logs, on_error="ignore")
+    except Exception:  # noqa: BLE001 - a worker already gone: nothing of its to silence
+        pass
+
+
+def _silence_logs():
+    import logging
+
+    for name in ("distributed", "dask_cuda", "tornado", "asyncio"):
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)

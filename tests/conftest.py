@@ -1,26 +1,52 @@
+import shutil
+import subprocess
+
 import pytest
 
 
-def _gpu_count() -> int:
+def _listed_gpus() -> int:
+    """GPUs the driver lists (nvidia-smi -L), whatever the Python stack can do with them."""
+    if shutil.which("nvidia-smi") is None:
+        return 0
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(line.startswith("GPU ") for line in out.splitlines())
+
+
+def _gpu_count() -> tuple[int, str | None]:
+    """(GPUs cupy sees, why cupy fails where the driver lists GPUs)."""
     try:
         import cupy
 
-        return cupy.cuda.runtime.getDeviceCount()
-    except Exception:  # noqa: BLE001 - no cupy, no driver, no device: all mean zero GPUs
-        return 0
+        return cupy.cuda.runtime.getDeviceCount(), None
+    except Exception as e:  # noqa: BLE001 - without a listed GPU any failure means none
+        return 0, f"{type(e).__name__}: {e}"
 
 
-GPUS = _gpu_count()
+LISTED = _listed_gpus()
+GPUS, BROKEN = _gpu_count()
 
 
 def pytest_collection_modifyitems(config, items):
-    need_gpu = pytest.mark.skip(reason="needs a CUDA GPU with cupy")
+    need_gpu = pytest.mark.skip(reason="needs a CUDA GPU with cupy (nvidia-smi lists none)")
     need_two = pytest.mark.skip(reason="needs two CUDA GPUs with cupy and dask-cuda")
     for item in items:
-        if "multi_gpu" in item.keywords and GPUS < 2:
-            item.add_marker(need_two)
-        elif "gpu" in item.keywords and GPUS < 1:
-            item.add_marker(need_gpu)
+        wants = 2 if "multi_gpu" in item.keywords else 1 if "gpu" in item.keywords else 0
+        if not wants:
+            continue
+        if LISTED >= wants and GPUS < wants:
+            # the machine has the GPUs but the stack does not work: fail loudly, never skip
+            item.add_marker(pytest.mark.usefixtures("_gpu_stack_must_work"))
+        elif GPUS < wants:
+            item.add_marker(need_two if wants == 2 else need_gpu)
+
+
+@pytest.fixture
+def _gpu_stack_must_work():
+    pytest.fail(f"nvidia-smi lists {LISTED} GPU(s) but cupy sees {GPUS}: {BROKEN}; install the GPU "
+                "extra (make test installs cuda13 or cuda12) or fix the driver")
 
 
 @pytest.fixture

@@ -36,7 +36,7 @@ def test_fused_chain_equals_unfused_and_scipy(rng, chunks, monkeypatch):
     np.testing.assert_allclose(u, ref, rtol=1e-4, atol=1e-4)
     # one stencil layer over the input: the intermediates are not in the fused graph
     assert len(_stencil_layers(fused)) == 1 and len(_stencil_layers(unfused)) == 3
-    assert _stencil_layers(fused)[0].startswith("distconv-gaussian-laplace-correlate1d")
+    assert _stencil_layers(fused)[0].startswith("distconv-gaussian-laplace-derivative")
 
 
 def test_wrap_does_not_fuse_with_other_modes_and_stays_right(rng):

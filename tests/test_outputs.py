@@ -89,12 +89,14 @@ def test_overwrite_replaces_own_output_but_not_a_user_file_put_inside(tmp_path):
     assert (out / "keep.txt").read_text() == "mine"
 
 
-def test_resume_on_complete_output_is_refused(tmp_path):
+def test_resume_on_complete_output_is_nothing_to_do_and_another_jobs_is_refused(tmp_path):
     _victim(tmp_path)
     wf = "input: {path: proj/victim.zarr}\nsteps:\n  - {op: gaussian_filter, sigma: 1.0}\noutputs: {path: out.zarr}\n"
     assert _run(tmp_path, wf).returncode == 0
     res = _run(tmp_path, wf, "--resume")
-    assert res.returncode == 2 and "already complete" in res.stderr, res.stderr
+    assert res.returncode == 0 and "already complete" in res.stdout and "nothing to do" in res.stdout, res
+    res = _run(tmp_path, wf.replace("sigma: 1.0", "sigma: 2.0"), "--resume")
+    assert res.returncode == 2 and "another job" in res.stderr and "sigma" in res.stderr, res.stderr
 
 
 def test_histogram_and_report_may_not_land_in_the_input(tmp_path):

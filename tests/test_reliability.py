@@ -21,23 +21,36 @@ from .test_workflow import read, small
 
 @pytest.mark.parametrize("kind", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
 def test_worker_killed_mid_workflow_output_identical(tmp_path, kind):
-    wf = small("demo", tmp_path, shape=[512, 256], chunks=[32, 256])
+    from pathlib import Path
+
+    from distconv.graph import ownership
+
+    wf = small("demo", tmp_path, shape=[1024, 256], chunks=[32, 256])
     wf.chunks = [32, 256]
+    wf.steps = [*wf.steps, ("median_filter", {"size": 5})]  # blocks slow enough to land in
+    blocks = 1024 // 32
     cfg = {"type": kind, "n_workers": 2 if kind == "cpu" else 1, "threads_per_worker": 1,
            "dashboard_address": "127.0.0.1:0"}
+    marks = Path(wf.outputs["path"]) / ownership.BLOCKS
     with dc.cluster(cfg, quiet=True) as client:
         workflow.run(wf, client, progress=False)
         clean = read(wf.outputs["path"])
         pids = list(client.run(os.getpid).values())
+        seen = []
 
         def kill_one():
-            time.sleep(0.3)
+            """Kill a worker once the first block is written, before the last is."""
+            deadline = time.time() + 60
+            while time.time() < deadline and not (marks.is_dir() and any(marks.iterdir())):
+                time.sleep(0.001)
+            seen.append(len(list(marks.iterdir())) if marks.is_dir() else 0)
             os.kill(pids[0], signal.SIGKILL)
 
         killer = threading.Thread(target=kill_one)
         killer.start()
         workflow.run(wf, client, overwrite=True, progress=False)
         killer.join()
+    assert 0 < seen[0] < blocks, f"the kill must land mid-job: {seen[0]} of {blocks} blocks written"
     np.testing.assert_array_equal(read(wf.outputs["path"]), clean)
 
 

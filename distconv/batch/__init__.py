@@ -1,5 +1,5 @@
 """Batch workflows (``distconv run wf.yaml``): spec (the YAML schema, checked whole before
 anything runs), steps (registry lookup), inputs, runner, outputs, report, bovw."""
 
-from .runner import format_summary, preflight, run  # noqa: F401
+from .runner import done_summary, format_summary, preflight, run  # noqa: F401
 from .spec import MARKER, Workflow, WorkflowError, load  # noqa: F401

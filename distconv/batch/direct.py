@@ -38,24 +38,41 @@ def why_not(wf: Workflow) -> str | None:
     return None
 
 
+def takes(wf: Workflow, ndim: int, dtype) -> bool:
+    """Does ``wf`` run on the direct path (and write its sharded layout)?"""
+    return why_not(wf) is None and not _periodic(_stencils(wf, ndim, dtype))
+
+
+def _stencils(wf: Workflow, ndim: int, dtype) -> list:
+    return [stencil_of(OPS[op].func, ndim, dtype, **params) for op, params in wf.steps]
+
+
+def _periodic(stencils) -> bool:
+    """A wrap mode rules the direct path out: it reads its halo from the far edge."""
+    return any(any(s.periodic) for s in stencils)
+
+
 def plan(wf: Workflow, gpu: bool, ndim: int, dtype, shape, storage_chunks, src_meta=None):
     """(job, numpy histogram edges or None), or None when a stencil's mode rules the path
     out (wrap reads its halo from the far edge of the array)."""
-    stencils = [stencil_of(OPS[op].func, ndim, dtype, **params) for op, params in wf.steps]
-    if any(any(s.periodic) for s in stencils):
+    stencils = _stencils(wf, ndim, dtype)
+    if _periodic(stencils):
         return None
     # task names read as the steps on the dashboard and in the summary: distconv-gaussian-laplace
     st = fused_chain(stencils, "distconv-" + "-".join(s.name.removeprefix("distconv-") for s in stencils))
-    itemsize = np.dtype(dtype).itemsize
+    # the output holds the chain's result, whose dtype a step's ``output:`` may change
+    out_dtype = st.result_dtype(dtype)
+    itemsize = out_dtype.itemsize
     shard = tuple(wf.outputs.get("chunks") or storage_job.shard_shape(storage_chunks, shape, itemsize))
-    layout = Layout(tuple(shape), shard, inner_shape(shard, itemsize), np.dtype(dtype).str)
+    layout = Layout(tuple(shape), shard, inner_shape(shard, itemsize), out_dtype.str)
     target = storage.GPU_CHUNK_BYTES if gpu else storage.CPU_CHUNK_BYTES
-    rows = storage_job.plan_rows(shape[0], shard[0], itemsize * int(np.prod(shape[1:])), target, st.depth[0])
+    row_bytes = max(itemsize, np.dtype(dtype).itemsize) * int(np.prod(shape[1:]))
+    rows = storage_job.plan_rows(shape[0], shard[0], row_bytes, target, st.depth[0])
     edges, kernel_edges, uniform = None, None, True
     hist = wf.outputs.get("histogram")
     if hist:
-        edges, kernel_edges, uniform = planned_edges(dtype, hist.get("bins", 256), hist.get("range"))
+        edges, kernel_edges, uniform = planned_edges(out_dtype, hist.get("bins", 256), hist.get("range"))
     src_layout = shards.layout_of(src_meta, shape, dtype) if src_meta else None
     job = storage_job.Job(str(Path(wf.input["path"])), wf.outputs["path"], st, layout, rows,
-                          kernel_edges, uniform, gpu, src_layout)
+                          kernel_edges, uniform, gpu, src_layout, in_dtype=np.dtype(dtype).str)
     return job, edges

@@ -28,8 +28,8 @@ def ensure_input(wf: Workflow):
 
 
 def lazy_input(wf: Workflow):
-    """The input as a lazy dask array or DataArray, region applied; nothing written or read
-    but metadata and coordinates. A synthetic input not written yet is its lazy definition,
+    """The input as a lazy dask array or DataArray, region applied when it is cut before the
+    steps; nothing written or read but metadata and coordinates. A synthetic input not written yet is its lazy definition,
     so a workflow can be checked whole before anything runs."""
     inp = wf.input
     if not Location(inp["path"]).exists():
@@ -52,25 +52,86 @@ def lazy_input(wf: Workflow):
             arr = storage.open_array(inp["path"])
         except (ValueError, FileNotFoundError) as e:
             raise WorkflowError(f"input.path: {e}") from None
-    if inp.get("region"):
+    if inp.get("region") is not None and _cut_first(wf):
         arr = _region(arr, inp["region"])
     return arr
 
 
-def _region(arr, region):
-    try:
-        if hasattr(arr, "dims"):
-            bad = sorted(set(map(str, region)) - set(map(str, arr.dims)))
-            if bad:
-                raise ValueError(f"{bad[0]!r} is not a dimension; dims are {tuple(arr.dims)}")
-            arr = arr.isel({k: slice(*v) for k, v in region.items()})
+REGION_EDGES = ("mode", "data")
+
+
+def _cut_first(wf: Workflow) -> bool:
+    """Is the region cut from the input before the steps (its edges get the steps' boundary
+    modes: ``region_edges: mode``), rather than from the result (``data``: the values the
+    whole array's result has there)?"""
+    return wf.input.get("region_edges", "mode") == "mode"
+
+
+def cut_result(wf: Workflow, arr):
+    """The step's result cut to the region when the region is cut after the steps."""
+    region = wf.input.get("region")
+    return arr if not region or _cut_first(wf) else _region(arr, region)
+
+
+def region_problems(region, shape, dims=None) -> list[str]:
+    """Every problem of ``input.region`` against an array of ``shape`` (and ``dims``, the
+    dimension names of a dataset variable), as messages naming the key and value."""
+    if not isinstance(region, dict) or not region:
+        return [f"input.region must be a mapping {{axis or dim: [start, stop]}}, got {region!r}"]
+    problems, seen = [], set()
+    for key, bounds in region.items():
+        where = f"input.region[{key!r}]"
+        if dims is not None:
+            if str(key) not in map(str, dims):
+                problems.append(f"{where}: {key!r} is not a dimension of the input; its dims are "
+                                f"{', '.join(map(str, dims))}")
+                continue
+            axis = [str(d) for d in dims].index(str(key))
         else:
-            arr = arr[tuple(slice(*region.get(a, region.get(str(a), [None]))) for a in range(arr.ndim))]
-    except (TypeError, ValueError) as e:
-        raise WorkflowError(f"input.region {region!r} is not valid: {e}") from None
-    if arr.size == 0:
-        raise WorkflowError(f"input.region {region!r} selects nothing")
-    return arr
+            try:
+                axis = int(key) if not isinstance(key, bool) else None
+            except (TypeError, ValueError):
+                axis = None
+            if axis is None or str(axis) != str(key).strip() or not 0 <= axis < len(shape):
+                hint = " (names need input.variable)" if isinstance(key, str) and not str(key).isdigit() else ""
+                problems.append(f"{where}: the key must be an axis 0..{len(shape) - 1} of the input's "
+                                f"{len(shape)} axes, got {key!r}{hint}")
+                continue
+        if axis in seen:
+            problems.append(f"{where}: axis {axis} is given twice")
+        seen.add(axis)
+        n = shape[axis]
+        ok = (isinstance(bounds, (list, tuple)) and len(bounds) == 2
+              and all(b is None or (isinstance(b, int) and not isinstance(b, bool)) for b in bounds))
+        if not ok:
+            problems.append(f"{where} must be [start, stop] (integers, or null for the edge), got {bounds!r}")
+            continue
+        start, stop = 0 if bounds[0] is None else bounds[0], n if bounds[1] is None else bounds[1]
+        if not 0 <= start < stop <= n:
+            problems.append(f"{where} is {list(bounds)!r}; it needs 0 <= start < stop <= {n} "
+                            f"(axis {axis} has {n} elements)")
+    return problems
+
+
+def _region(arr, region):
+    """``arr`` cut to ``region`` (checked first: a WorkflowError names every problem)."""
+    dims = list(arr.dims) if hasattr(arr, "dims") else None
+    problems = region_problems(region, arr.shape, dims)
+    if problems:
+        raise WorkflowError("; ".join(problems))
+    names = [str(d) for d in dims] if dims is not None else None
+    cut = [slice(None)] * arr.ndim
+    for key, (start, stop) in region.items():
+        cut[names.index(str(key)) if names is not None else int(key)] = slice(start, stop)
+    return arr.isel(dict(zip(dims, cut))) if dims is not None else arr[tuple(cut)]
+
+
+def dataset_attrs(wf: Workflow) -> dict:
+    """The attributes of the dataset a variable input comes from (title, history, ...), which a
+    dataset output keeps."""
+    import xarray as xr
+
+    return dict(xr.open_zarr(wf.input["path"], consolidated=None).attrs)
 
 
 def open_input(wf: Workflow, gpu: bool):
@@ -83,12 +144,12 @@ def open_input(wf: Workflow, gpu: bool):
         if gpu:
             data = storage.to_device_blocks(data)
         arr = arr.copy(data=data)
-        return arr, {"storage": stored, "nbytes": arr.nbytes, "array": arr}
+        return arr, {"storage": stored, "nbytes": cut_result(wf, arr).nbytes, "array": arr}
     stored = tuple(c[0] for c in arr.chunks)
     arr = plan(arr, wf.chunks, gpu)
     if gpu:
         arr = storage.to_device_blocks(arr)
-    return arr, {"storage": stored, "nbytes": arr.nbytes, "array": arr}
+    return arr, {"storage": stored, "nbytes": cut_result(wf, arr).nbytes, "array": arr}
 
 
 def plan(arr, chunks, gpu: bool):

@@ -7,58 +7,85 @@ import time
 
 from ..graph import ownership, storage, storage_job
 from ..graph.location import Location, basename
-from . import direct
-from .inputs import ensure_input, open_input
+from . import direct, identity
+from .inputs import cut_result, dataset_attrs, ensure_input, open_input
 from .outputs import histogram_output, jsonable, write_histogram
 from .spec import Workflow, WorkflowError
 from .steps import step_function
 
 
-def preflight(wf: Workflow, overwrite: bool | None = None, resume: bool = False):
-    """Check the output path may be written (before a cluster starts or a byte is written)."""
+def preflight(wf: Workflow, overwrite: bool | None = None, resume: bool = False,
+              job: dict | None = None) -> str:
+    """Check the output path may be written (before a cluster starts or a byte is written);
+    returns what the run does with it (ownership.check_target: new, resume, done, replace)."""
     overwrite = wf.overwrite if overwrite is None else overwrite
+    if job is None and wf.kind == "array":
+        job = identity.job(wf)
+    problems, action = [], None
     try:
-        ownership.check_target(wf.outputs["path"], overwrite, resume)
-        storage_job.io_slots(), storage_job.device_blocks(), storage_job.batch_bytes()
-    except (ownership.OutputError, ValueError) as e:
-        raise WorkflowError(str(e)) from None
+        action = ownership.check_target(wf.outputs["path"], overwrite, resume, job=job)
+    except ownership.OutputError as e:
+        problems.append(str(e))
+    for read in (storage_job.io_slots, storage_job.device_blocks, storage_job.batch_bytes):
+        try:
+            read()
+        except ValueError as e:
+            problems.append(str(e))
+    if problems:
+        raise WorkflowError("; ".join(problems))
+    return action
+
+
+def done_summary(wf: Workflow) -> dict:
+    """The summary of a --resume that finds the output finished by this same job."""
+    return {"workflow": wf.name, "output": str(wf.outputs["path"]), "path": None,
+            "text": "already complete (the same steps and input): nothing to do"}
 
 
 def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool = True,
         resume: bool = False) -> dict:
     """Run a checked workflow on ``client`` (or the local scheduler); returns the summary."""
     overwrite = wf.overwrite if overwrite is None else overwrite
-    preflight(wf, overwrite, resume)
     out_path = wf.outputs["path"]
     if wf.kind == "bovw":
+        preflight(wf, overwrite, resume, job={})
         from .bovw import run_bovw
 
         return run_bovw(wf, client, overwrite)
+    job = identity.job(wf)
+    action = preflight(wf, overwrite, resume, job)
+    if action == "done":
+        return done_summary(wf)
+    # from here on the flags say what check_target decided
+    resume, overwrite = action == "resume", action == "replace"
     t0 = time.perf_counter()
     gpu = _use_gpu(wf, client)
+    ensure_input(wf)
+    if job["input"]["stamp"] is None:  # a synthetic input, written just now
+        job = identity.job(wf)
     if direct.why_not(wf) is None:
-        ensure_input(wf)
-        summary = _run_direct(wf, client, gpu, overwrite, resume, progress, t0)
+        summary = _run_direct(wf, client, gpu, overwrite, resume, progress, t0, job)
         if summary is not None:
             return summary
     arr, src = open_input(wf, gpu)
     for op, params in wf.steps:
         arr = step_function(op, hasattr(arr, "dims"))(arr, **params)
+    arr = cut_result(wf, arr)
     data = arr.data if hasattr(arr, "dims") else arr
     attrs = {"distconv": {"workflow": wf.name, "steps": [[o, jsonable(p)] for o, p in wf.steps]}}
     storage_chunks = wf.outputs.get("chunks") or src["storage"]
     array_path, dims = str(out_path), None
     if hasattr(arr, "dims"):  # a dataset in, a dataset out: xr.open_zarr(output) gives it back
-        resume = ownership.claim(str(out_path), overwrite, resume)
-        overwrite = False
-        array_path = storage.write_dataset_frame(str(out_path), arr, attrs)
-        ownership.record_entries(str(out_path), [basename(array_path), *map(str, arr.coords)])
+        resume = ownership.claim(str(out_path), overwrite, resume, job=job)
+        overwrite, job = False, None
+        ownership.record_entries(str(out_path), [storage.dataset_array_name(arr), *map(str, arr.coords)])
+        array_path = storage.write_dataset_frame(str(out_path), arr, {**jsonable(dataset_attrs(wf)), **attrs})
         attrs, dims = {k: jsonable(v) for k, v in arr.attrs.items()}, list(map(str, arr.dims))
-    job = storage.store(data, array_path, storage_chunks=storage_chunks,
-                        codec=wf.outputs.get("codec", "zstd"), overwrite=overwrite and not resume,
-                        attrs=attrs, resume=resume, dims=dims)
+    writes = storage.store(data, array_path, storage_chunks=storage_chunks,
+                           codec=wf.outputs.get("codec", "zstd"), overwrite=overwrite and not resume,
+                           attrs=attrs, resume=resume, dims=dims, job=job)
     skipped = storage.written_bytes(data, array_path, storage_chunks) if resume else 0
-    step_seconds, _ = _compute(job, client, progress)
+    step_seconds, _ = _compute(writes, client, progress)
     storage.finish(array_path)
     if dims is not None:
         storage.consolidate(str(out_path))
@@ -71,6 +98,7 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
                "bytes_in": src["nbytes"] - skipped, "bytes_out": data.nbytes - skipped,
                "seconds": round(seconds, 3), "GBps": round((src["nbytes"] - skipped) / seconds / 1e9, 3),
                "gpu_memory_peak": _gpu_peak(client), "step_seconds": step_seconds, "path": "general",
+               "why_general": direct.why_not(wf) or "a step's mode is wrap",
                "first_task_at": step_seconds.pop("first_task_at", None),
                "submitted_at": step_seconds.pop("submitted_at", None)}
     if skipped:
@@ -84,9 +112,10 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     return summary
 
 
-def _run_direct(wf, client, gpu, overwrite, resume, progress, t0):
+def _run_direct(wf, client, gpu, overwrite, resume, progress, t0, job_id):
     """Zarr -> fused chain -> sharded Zarr, one task per block; None when the chain's modes
     rule the direct path out."""
+    import numpy as np
     import zarr
 
     src = zarr.open_array(wf.input["path"], mode="r")
@@ -95,14 +124,15 @@ def _run_direct(wf, client, gpu, overwrite, resume, progress, t0):
         return None
     job, edges = planned
     out_path = wf.outputs["path"]
-    resuming = ownership.claim(out_path, overwrite, resume)
+    resuming = ownership.claim(out_path, overwrite, resume, job=job_id)
     attrs = {"distconv": {"workflow": wf.name, "steps": [[o, jsonable(p)] for o, p in wf.steps]}}
     if not (resuming and Location(out_path).child("zarr.json").exists()):
-        storage_job.create_output(out_path, src.shape, src.dtype, job.layout, attrs)
+        storage_job.create_output(out_path, src.shape, job.layout.dtype, job.layout, attrs)
     done = ownership.written_blocks(out_path) if resuming else set()
-    row_bytes = src.nbytes // max(src.shape[0], 1)
-    skipped = sum((r1 - r0) * row_bytes for i, (r0, r1) in enumerate(job.row_blocks)
-                  if storage_job.block_mark(job, i) in done)
+    row_in = src.nbytes // max(src.shape[0], 1)
+    row_out = row_in // src.dtype.itemsize * np.dtype(job.layout.dtype).itemsize
+    skipped_rows = sum(r1 - r0 for i, (r0, r1) in enumerate(job.row_blocks)
+                       if storage_job.block_mark(job, i) in done)
     workers = sorted(client.scheduler_info()["workers"]) if client is not None else None
     tasks, merged = storage_job.graph(job, job.stencil.name, workers)
     step_seconds, (_, (counts, stages)) = _compute([tasks, merged], client, progress)
@@ -110,17 +140,19 @@ def _run_direct(wf, client, gpu, overwrite, resume, progress, t0):
     ownership.mark_complete(out_path, {"workflow": wf.name})
     seconds = time.perf_counter() - t0
     # a resumed run with a histogram still reads every block (to count it), writes the missing
-    nbytes_in = src.nbytes - (0 if edges is not None else skipped)
+    nbytes_in = src.nbytes - (0 if edges is not None else skipped_rows * row_in)
+    out_bytes = src.shape[0] * row_out
     summary = {"workflow": wf.name, "input": wf.input["path"], "output": out_path,
-               "shape": list(src.shape), "dtype": str(src.dtype), "steps": [o for o, _ in wf.steps],
-               "bytes_in": nbytes_in, "bytes_out": src.nbytes - skipped, "seconds": round(seconds, 3),
+               "shape": list(src.shape), "dtype": str(np.dtype(job.layout.dtype)),
+               "steps": [o for o, _ in wf.steps], "bytes_in": nbytes_in,
+               "bytes_out": out_bytes - skipped_rows * row_out, "seconds": round(seconds, 3),
                "GBps": round(nbytes_in / seconds / 1e9, 3), "gpu_memory_peak": _gpu_peak(client),
                "step_seconds": step_seconds, "path": "direct",
                "stage_seconds": {k: round(v, 3) for k, v in stages.items()},
                "first_task_at": step_seconds.pop("first_task_at", None),
                "submitted_at": step_seconds.pop("submitted_at", None)}
-    if skipped:
-        summary["resumed_bytes"] = skipped
+    if skipped_rows:
+        summary["resumed_bytes"] = skipped_rows * row_out
     if edges is not None:
         summary["histogram"] = write_histogram(counts, edges, wf.outputs["histogram"])
     if wf.report:
@@ -228,8 +260,9 @@ def _show_progress(fut):
 
 
 def format_summary(s: dict) -> str:
+    """The run summary as printed: one line, then the histogram and report files, the path
+    taken (and why the general one), busy seconds per step and seconds per I/O stage."""
     peak = "" if s.get("gpu_memory_peak") is None else f", GPU memory peak {s['gpu_memory_peak'] / 2**30:.2f} GiB"
-    steps = "".join(f"\n  {k}: {v:.3f} s busy" for k, v in (s.get("step_seconds") or {}).items())
     start = "" if s.get("startup_s") is None else f", first task {s['startup_s']:.1f} s after start"
     if "shape" not in s:
         return f"{s['workflow']}: {s.get('text', '')} -> {s['output']}"
@@ -237,6 +270,12 @@ def format_summary(s: dict) -> str:
     extra += f"\n  report: {s['report']}" if s.get("report") else ""
     extra += (f"\n  resumed: {s['resumed_bytes'] / 1e9:.3f} GB were written by the interrupted run"
               if s.get("resumed_bytes") else "")
+    why = f" ({s['why_general']})" if s.get("why_general") else ""
+    extra += f"\n  path: {s['path']}{why}" if s.get("path") else ""
+    extra += "".join(f"\n  {k}: {v:.3f} s busy" for k, v in (s.get("step_seconds") or {}).items())
+    stages = s.get("stage_seconds") or {}
+    if stages:
+        extra += "\n  stages (s, summed over blocks): " + ", ".join(f"{k} {v:.2f}" for k, v in stages.items())
     return (f"{s['workflow']}: {' -> '.join(s['steps'])} on {tuple(s['shape'])} {s['dtype']}: "
             f"{s['bytes_in'] / 1e9:.3f} GB in, {s['bytes_out'] / 1e9:.3f} GB out, "
-            f"{s['seconds']:.2f} s, {s['GBps']:.3f} GB/s{peak}{start} -> {s['output']}{extra}{steps}")
+            f"{s['seconds']:.2f} s, {s['GBps']:.3f} GB/s{peak}{start} -> {s['output']}{extra}")

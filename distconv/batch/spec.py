@@ -14,6 +14,7 @@ chunks, behind a completion marker written last. Two kinds:
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from ..graph.location import is_url
 from .steps import UnknownStep, step_function
 
 TOP_KEYS = {"name", "kind", "input", "chunks", "steps", "outputs", "overwrite", "device", "report"}
-INPUT_KEYS = {"path", "variable", "synthetic", "region", "images"}
+INPUT_KEYS = {"path", "variable", "synthetic", "region", "region_edges", "images"}
 OUTPUT_KEYS = {"path", "codec", "chunks", "histogram", "clusters"}
 SYNTH_KEYS = {"shape", "chunks", "dtype", "seed", "dims"}
 HIST_KEYS = {"bins", "range", "json", "png"}
@@ -50,12 +51,16 @@ class Workflow:
     report: str | None = None
 
 
-def _keys(section: str, got, allowed: set):
+def _keys(section: str, got, allowed: set, problems: list) -> bool:
+    """Note unknown keys of ``section``; False when it is not a mapping at all."""
     if not isinstance(got, dict):
-        raise WorkflowError(f"{section} must be a mapping, got {got!r}")
-    bad = sorted(set(got) - allowed)
-    if bad:
-        raise WorkflowError(f"{section}: unknown key {bad[0]!r}; allowed: {', '.join(sorted(allowed))}")
+        problems.append(f"{section} must be a mapping, got {got!r}")
+        return False
+    for key in sorted(set(got) - allowed, key=str):
+        near = difflib.get_close_matches(str(key), sorted(allowed), n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        problems.append(f"{section}: unknown key {key!r}{hint}; allowed: {', '.join(sorted(allowed))}")
+    return True
 
 
 def _resolve(base: Path, p: str) -> str:
@@ -63,15 +68,16 @@ def _resolve(base: Path, p: str) -> str:
     return p if is_url(p) else str((base / p).resolve())
 
 
-def _local(key: str, p: str | None):
+def _local(key: str, p: str | None, problems: list):
     """Refuse a URL where distconv writes a plain local file (reports, histogram files)."""
     if p is not None and is_url(p):
-        raise WorkflowError(f"{key} is written as a local file; got the URL {p!r}")
+        problems.append(f"{key} is written as a local file; got the URL {p!r}")
 
 
 def load(path) -> Workflow:
     """Parse and check a workflow file (safe YAML); relative paths resolve against the project
-    folder (the parent of workflows/) or the file's own folder."""
+    folder (the parent of workflows/) or the file's own folder. Every problem found is
+    reported in one WorkflowError, each naming its key."""
     p = Path(path)
     if not p.is_file():
         raise WorkflowError(f"workflow file {str(p)!r} does not exist")
@@ -79,96 +85,111 @@ def load(path) -> Workflow:
         doc = yaml.safe_load(p.read_text())
     except yaml.YAMLError as e:
         raise WorkflowError(f"workflow {str(p)!r} is not valid YAML: {e}") from None
-    _keys("workflow", doc, TOP_KEYS)
+    problems: list[str] = []
+    if not _keys("workflow", doc, TOP_KEYS, problems):
+        raise WorkflowError(problems[0])
     kind = doc.get("kind", "array")
     if kind not in ("array", "bovw"):
-        raise WorkflowError(f"kind must be 'array' or 'bovw', got {kind!r}")
-    for key in ("input", "steps", "outputs"):
-        if key not in doc:
-            raise WorkflowError(f"workflow: missing key {key!r}")
+        problems.append(f"kind must be 'array' or 'bovw', got {kind!r}")
+    missing = [k for k in ("input", "steps", "outputs") if k not in doc]
+    problems += [f"workflow: missing key {k!r}" for k in missing]
+    device = doc.get("device", "auto")
+    if device not in ("auto", "cpu", "gpu"):
+        problems.append(f"device must be auto, cpu or gpu, got {device!r}")
+    if not isinstance(doc.get("overwrite", False), bool):
+        problems.append(f"overwrite must be true or false, got {doc['overwrite']!r}")
+    if missing:
+        raise WorkflowError("; ".join(problems))
     base = p.resolve().parent.parent if p.resolve().parent.name == "workflows" else p.resolve().parent
-    inp, out = dict(doc["input"]), dict(doc["outputs"])
-    _keys("input", inp, INPUT_KEYS)
-    _keys("outputs", out, OUTPUT_KEYS)
-    if "path" not in out:
-        raise WorkflowError("outputs: missing key 'path'")
-    out["path"] = _resolve(base, out["path"])
+    inp = dict(doc["input"]) if isinstance(doc["input"], dict) else doc["input"]
+    out = dict(doc["outputs"]) if isinstance(doc["outputs"], dict) else doc["outputs"]
+    shaped = _keys("input", inp, INPUT_KEYS, problems) & _keys("outputs", out, OUTPUT_KEYS, problems)
     steps = doc["steps"]
     if not isinstance(steps, list) or not steps:
-        raise WorkflowError("steps must be a non-empty list")
+        problems.append("steps must be a non-empty list")
+        steps = []
+    if not shaped or "path" not in out:
+        problems += [] if not shaped else ["outputs: missing key 'path'"]
+        raise WorkflowError("; ".join(problems))
+    out["path"] = _resolve(base, out["path"])
     report = _resolve(base, doc["report"]) if doc.get("report") else None
-    _local("report", report)
+    _local("report", report, problems)
     if kind == "bovw":
-        _local("outputs.path", out["path"])
-        checked = _check_bovw(inp, steps)
+        _local("outputs.path", out["path"], problems)
+        checked = _check_bovw(inp, steps, problems)
     else:
-        checked = _check_array(inp, out, steps, base)
+        checked, numbers = _check_array(inp, out, steps, base, problems)
         written = {"outputs.path": out["path"], "report": report,
-                   **{f"outputs.histogram.{k}": v for k, v in out.get("histogram", {}).items()
+                   **{f"outputs.histogram.{k}": v for k, v in (out.get("histogram") or {}).items()
                       if k in ("json", "png")}}
         for key, path in written.items():
-            if path is not None:
+            if path is not None and "path" in inp:
                 try:
                     ownership.check_separate(path, {key: inp["path"]})
                 except ownership.OutputError as e:
-                    raise WorkflowError(str(e)) from None
-    device = doc.get("device", "auto")
-    if device not in ("auto", "cpu", "gpu"):
-        raise WorkflowError(f"device must be auto, cpu or gpu, got {device!r}")
+                    problems.append(str(e))
     wf = Workflow(name=doc.get("name", p.stem), kind=kind, source=p, input=inp, steps=checked,
-                  outputs=out, chunks=doc.get("chunks", "auto"), overwrite=bool(doc.get("overwrite", False)),
+                  outputs=out, chunks=doc.get("chunks", "auto"), overwrite=doc.get("overwrite") is True,
                   device=device, report=report)
-    if kind == "array":
+    if kind == "array" and "path" in inp:
         from .validate import check
 
-        check(wf)
+        problems += check(wf, numbers)
+    if problems:
+        raise WorkflowError("; ".join(problems))
     return wf
 
 
-def _check_array(inp, out, steps, base):
+def _check_array(inp, out, steps, base, problems):
     if "path" not in inp:
-        raise WorkflowError("input: missing key 'path'")
-    inp["path"] = _resolve(base, inp["path"])
-    if "synthetic" in inp:
-        _keys("input.synthetic", inp["synthetic"], SYNTH_KEYS)
-        for k in ("shape", "chunks"):
-            if k not in inp["synthetic"]:
-                raise WorkflowError(f"input.synthetic: missing key {k!r}")
+        problems.append("input: missing key 'path'")
+    else:
+        inp["path"] = _resolve(base, inp["path"])
+    if "synthetic" in inp and _keys("input.synthetic", inp["synthetic"], SYNTH_KEYS, problems):
+        problems += [f"input.synthetic: missing key {k!r}" for k in ("shape", "chunks")
+                     if k not in inp["synthetic"]]
+    if inp.get("region_edges", "mode") not in ("mode", "data"):
+        problems.append(f"input.region_edges must be 'mode' (the region is cut before the steps) or "
+                        f"'data' (cut from the whole array's result), got {inp['region_edges']!r}")
     if out.get("codec", "zstd") not in storage.CODECS:
-        raise WorkflowError(f"outputs.codec must be one of {storage.CODECS}, got {out['codec']!r}")
-    if "histogram" in out:
-        _keys("outputs.histogram", out["histogram"], HIST_KEYS)
+        problems.append(f"outputs.codec must be one of {', '.join(storage.CODECS)}, got {out['codec']!r}")
+    if "histogram" in out and _keys("outputs.histogram", out["histogram"], HIST_KEYS, problems):
         for k in ("json", "png"):
             if k in out["histogram"]:
                 out["histogram"][k] = _resolve(base, out["histogram"][k])
-                _local(f"outputs.histogram.{k}", out["histogram"][k])
+                _local(f"outputs.histogram.{k}", out["histogram"][k], problems)
     dims = "variable" in inp
-    checked = []
+    checked, numbers = [], []  # the steps that name a known op, and their places in the file
     for i, step in enumerate(steps, 1):
         if not isinstance(step, dict) or "op" not in step:
-            raise WorkflowError(f"step {i}: needs an 'op' key, got {step!r}")
+            problems.append(f"step {i}: needs an 'op' key, got {step!r}")
+            continue
         params = {k: v for k, v in step.items() if k != "op"}
         try:
             step_function(step["op"], dims)
         except UnknownStep as e:
-            raise WorkflowError(f"step {i}: {e}") from None
+            problems.append(f"step {i}: {e}")
+            continue
         checked.append((step["op"], params))
-    return checked
+        numbers.append(i)
+    return checked, numbers
 
 
-def _check_bovw(inp, steps):
+def _check_bovw(inp, steps, problems):
     images = inp.get("images", ["camera", "coins", "moon", "text", "page", "horse", "astronaut",
                                 "coffee", "chelsea", "rocket"])
     if not isinstance(images, list) or not images:
-        raise WorkflowError("input.images must be a non-empty list of scikit-image sample names")
+        problems.append("input.images must be a non-empty list of scikit-image sample names")
+        images = []
     import skimage.data
 
     for name in images:
         if not callable(getattr(skimage.data, str(name), None)):
-            raise WorkflowError(f"input.images: {name!r} is not a scikit-image sample image")
+            problems.append(f"input.images: {name!r} is not a scikit-image sample image")
     inp["images"] = images
     if len(steps) != 1 or not isinstance(steps[0], dict) or steps[0].get("op") != "bovw":
-        raise WorkflowError("steps of a bovw workflow: exactly one step with op: bovw")
+        problems.append("steps of a bovw workflow: exactly one step with op: bovw")
+        return []
     params = {k: v for k, v in steps[0].items() if k != "op"}
-    _keys("step 1 (bovw)", params, BOVW_STEP_KEYS)
+    _keys("step 1 (bovw)", params, BOVW_STEP_KEYS, problems)
     return [("bovw", params)]

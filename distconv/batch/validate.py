@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import warnings
+from dataclasses import replace
 
 import numpy as np
 
@@ -15,34 +16,53 @@ from .spec import Workflow, WorkflowError
 from .steps import step_function
 
 
-def check(wf: Workflow):
-    """Raise one WorkflowError listing every problem found (or return quietly)."""
-    from .inputs import lazy_input
+def check(wf: Workflow, numbers: list | None = None) -> list[str]:
+    """Every problem of the steps, the region and the histogram against the input, as
+    messages naming the step and the key (none: the workflow runs). ``numbers``: each step's
+    place in the file (steps that named an unknown op were left out)."""
+    from .inputs import REGION_EDGES, cut_result, lazy_input, region_problems
 
-    arr = lazy_input(wf)
+    numbers = numbers or list(range(1, len(wf.steps) + 1))
+    region = wf.input.get("region")
+    wf_whole = replace(wf, input={k: v for k, v in wf.input.items() if k != "region"})
+    try:
+        arr = lazy_input(wf_whole)
+    except (WorkflowError, KeyError, TypeError, ValueError) as e:
+        return [str(e)]
     problems = []
+    if region is not None:
+        problems += region_problems(region, arr.shape, list(arr.dims) if hasattr(arr, "dims") else None)
+    if problems:
+        region = None  # the steps are still checked, on the whole input
+    elif region is not None and wf.input.get("region_edges", REGION_EDGES[0]) == "mode":
+        arr = lazy_input(wf)
     dtype = np.dtype(arr.dtype)
     if dtype.kind not in "biuf" or dtype == np.float16:
         problems.append(f"the input has dtype {dtype}, which distconv does not process; "
                         "use float32/float64, integers or bool")
     dims = hasattr(arr, "dims")
-    for i, (op, params) in enumerate(wf.steps, 1):
+    broken = False
+    for i, (op, params) in zip(numbers, wf.steps):
         fn = step_function(op, dims)
         bad = _unknown_keys(fn, params)
         if bad:
             problems.append(f"step {i} ({op}): {bad}")
+            broken = True
             continue
-        try:
+        try:  # after a broken step, later ones are checked on the last result that was made
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # chunk merges are reported when the run plans
-                arr = fn(arr, **params)
+                result = fn(arr, **params)
+            arr = arr if broken else result
         except (ValueError, TypeError, KeyError) as e:
             problems.append(f"step {i} ({op}): {_for_yaml(str(e))}")
+            broken = True
+    if region is not None and not broken:
+        arr = cut_result(wf, arr)
     hist = wf.outputs.get("histogram")
     if hist:
-        problems += _histogram(hist, dtype)
-    if problems:
-        raise WorkflowError("; ".join(problems))
+        problems += _histogram(hist, np.dtype(arr.dtype))
+    return problems
 
 
 def _unknown_keys(fn, params: dict) -> str | None:

@@ -106,12 +106,18 @@ def real(value, name: str) -> float:
 
 def per_axis(value, ndim: int, name: str, cast=float) -> tuple:
     """A scalar broadcast to every axis, or a sequence of exactly ``ndim`` values."""
+    def one(v):
+        try:
+            return cast(v)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be a number, or one per axis, got {value!r}") from None
+
     if np.ndim(value) == 0:
-        return (cast(value),) * ndim
+        return (one(value),) * ndim
     seq = list(value)
     if len(seq) != ndim:
         raise SequenceLengthError(f"{name} needs one value per axis ({ndim}), got {value!r}")
-    return tuple(cast(v) for v in seq)
+    return tuple(one(v) for v in seq)
 
 
 def weights(w, ndim: int | None, name: str = "weights") -> np.ndarray:

@@ -62,6 +62,63 @@ class Location:
             return [posixpath.basename(p.rstrip("/")) for p in self.fs.ls(self._key, detail=False)]
         return [e.name for e in self.local.iterdir()] if self.local.is_dir() else []
 
+    def files(self) -> list[str]:
+        """Every file below, as paths relative to this one ('c/0/1'), symbolic links included
+        (a link is listed, never followed); none when it does not exist."""
+        if self.url:
+            if not self.fs.isdir(self._key):
+                return []
+            root = self._key.rstrip("/") + "/"
+            return sorted(k[len(root):] for k in self.fs.find(self._key) if k.startswith(root))
+        import os
+
+        out = []
+        for top, dirs, names in os.walk(self.local):
+            rel = Path(top).relative_to(self.local)
+            out += [(rel / n).as_posix() for n in names]
+            out += [(rel / d).as_posix() for d in dirs if (Path(top) / d).is_symlink()]
+        return sorted(out)
+
+    def stamp(self) -> dict:
+        """What changes when anything below changes: how many files, their bytes and the
+        newest modification time (seconds; object stores: their LastModified)."""
+        if self.url:
+            found = self.fs.find(self._key, detail=True) if self.fs.isdir(self._key) else {}
+            times = [_mtime(v) for v in found.values()]
+            return {"files": len(found), "bytes": int(sum(v.get("size") or 0 for v in found.values())),
+                    "modified": max([t for t in times if t is not None], default=None)}
+        import os
+
+        n = size = 0
+        newest = self.local.stat().st_mtime if self.local.exists() else None
+        for top, _, names in os.walk(self.local):
+            for name in names:
+                st = os.stat(os.path.join(top, name), follow_symlinks=False)
+                n, size, newest = n + 1, size + st.st_size, max(newest, st.st_mtime)
+        return {"files": n, "bytes": size, "modified": newest}
+
+    def remove_files(self, rels: list[str]):
+        """Delete these files (paths relative to this one), then the folders they leave empty;
+        nothing else is touched."""
+        if not rels:
+            return
+        if self.url:
+            self.fs.rm([posixpath.join(self._key, r) for r in rels])
+            return
+        import os
+
+        dirs = set()
+        for r in rels:
+            f = self.local / r
+            if f.is_symlink() or f.exists():
+                f.unlink()
+            dirs.update(f.parents)
+        for d in sorted((d for d in dirs if self.local in d.parents), key=lambda d: -len(d.parts)):
+            try:
+                d.rmdir()  # only when empty: a file that appeared meanwhile stays, with its folder
+            except OSError:
+                pass
+
     def read_text(self) -> str:
         return self.fs.cat_file(self._key).decode() if self.url else self.local.read_text()
 
@@ -96,3 +153,19 @@ class Location:
             proto = self.fs.protocol[0] if isinstance(self.fs.protocol, tuple) else self.fs.protocol
             return f"{proto}://{self._key.rstrip('/')}"
         return str(self.local.resolve())
+
+
+def _mtime(info: dict):
+    """A listing entry's modification time in epoch seconds (fsspec backends name it
+    differently), or None."""
+    for k in ("mtime", "LastModified", "last_modified", "created"):
+        v = info.get(k)
+        if v is None:
+            continue
+        if hasattr(v, "timestamp"):
+            return float(v.timestamp())
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            continue
+    return None

@@ -1,14 +1,17 @@
 """Who owns an output path: distconv writes only where nothing is, or into a store it created.
 
-``--overwrite`` removes a path only when distconv's owner mark is there and every entry at its
-top level is one distconv writes; anything else (a folder holding user files, a plain file, a
-Zarr store someone else wrote) is refused with a message, never deleted. The same rules hold
-on object storage (``s3://...``, graph/location.py).
+``--overwrite`` removes a path only when distconv's owner mark is there and every file below
+it, at any depth, is one distconv writes (marks, Zarr metadata, chunk files on the array's
+grid); anything else (a user's file anywhere inside, a plain file, a Zarr store someone else
+wrote) is refused with a message, never deleted. The owner mark records the job that writes
+the output (steps, input identity, layout), so --resume continues only that job. The same
+rules hold on object storage (``s3://...``, graph/location.py).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 
 from .location import Location
@@ -61,8 +64,15 @@ def record_entries(output: str, names):
     mark.write_text(json.dumps(doc))
 
 
-def check_target(output: str, overwrite: bool = False, resume: bool = False, key: str = "outputs.path"):
-    """Check, before any work, that ``output`` may be written; raises OutputError otherwise."""
+def check_target(output: str, overwrite: bool = False, resume: bool = False, key: str = "outputs.path",
+                 job: dict | None = None) -> str:
+    """Check, before any work, that ``output`` may be written, and say what a run does with it:
+    ``"new"`` (nothing there), ``"resume"`` (an unfinished output of this same ``job``: write the
+    missing blocks), ``"done"`` (a finished output of this job, with ``resume``: nothing to do)
+    or ``"replace"`` (remove what distconv wrote there first). ``job`` describes what writes
+    the output (the workflow's steps, the input's identity, the layout); resume takes up only
+    an output of the same job. With both flags: resume when it is this job's, else replace.
+    Raises OutputError otherwise, before anything is touched."""
     p = Location(output)
     if p.is_dangling_link():
         raise OutputError(f"{key} {output!r} is a dangling link; choose another path")
@@ -71,7 +81,7 @@ def check_target(output: str, overwrite: bool = False, resume: bool = False, key
                           "and never deletes what it did not create: choose another path")
     names = p.names()
     if not names:
-        return  # nothing there, or an empty folder: writing there replaces nothing
+        return "new"  # nothing there, or an empty folder: writing there replaces nothing
     if OWNER not in names or not p.child(OWNER).is_file():
         raise OutputError(f"{key} {output!r} exists and was not written by distconv; distconv "
                           "never deletes what it did not create: choose another path or remove it "
@@ -81,12 +91,23 @@ def check_target(output: str, overwrite: bool = False, resume: bool = False, key
     if foreign:
         raise OutputError(f"{key} {output!r} was written by distconv but now also holds "
                           f"{foreign[0]!r}; distconv will not delete it: choose another path")
+    mark = _owner(p)
+    if mark.get("state") == REMOVING:  # an --overwrite was interrupted while it removed files
+        if resume or overwrite:
+            return _replace(p, key, output)
+        raise OutputError(f"{key} {output!r} is half removed (an interrupted --overwrite); pass "
+                          "--overwrite (or --resume) to start it again")
     complete = COMPLETE in names
-    if resume and complete:
-        raise OutputError(f"{key} {output!r} is already complete: nothing to resume (pass "
-                          "--overwrite to run again)")
-    if resume or overwrite:
-        return
+    if resume:
+        changed = _changes(mark.get("job"), job)
+        if not changed:
+            return "done" if complete else "resume"
+        if overwrite:
+            return _replace(p, key, output)
+        raise OutputError(f"{key} {output!r} was written by another job, so --resume would mix two "
+                          f"in one output: {changed}; pass --overwrite to start again")
+    if overwrite:
+        return _replace(p, key, output)
     if not complete:
         raise OutputError(f"{key} {output!r} is incomplete (an interrupted run); pass --resume to "
                           "finish it or --overwrite to start again")
@@ -94,19 +115,140 @@ def check_target(output: str, overwrite: bool = False, resume: bool = False, key
                       "to replace it")
 
 
-def claim(output: str, overwrite: bool = False, resume: bool = False, key: str = "outputs.path",
-          who: str = "distconv") -> bool:
-    """Make ``output`` ours to write: check it, remove an owned store when ``overwrite`` (and not
-    ``resume``), create the folder with the owner mark. Returns True when resuming an existing
-    output."""
-    check_target(output, overwrite, resume, key)
+REMOVING = "removing"   # the owner mark's state while --overwrite removes the old files
+
+
+def _owner(p: Location) -> dict:
+    try:
+        doc = json.loads(p.child(OWNER).read_text())
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _replace(p: Location, key: str, output: str) -> str:
+    """"replace", once every file below is known to be distconv's own (raises otherwise)."""
+    _owned_files(p, key, output)
+    return "replace"
+
+
+def _changes(before, now) -> str:
+    """What differs between the job recorded in an output and this run's, in words ('' when
+    the same)."""
+    if now is None:
+        return ""
+    if before is None:
+        return "it records no job (written by an older distconv)"
+    diffs = []
+
+    def walk(a, b, where):
+        if isinstance(a, dict) and isinstance(b, dict):
+            for k in sorted(set(a) | set(b), key=str):
+                walk(a.get(k), b.get(k), f"{where}.{k}" if where else str(k))
+        elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+            for i, (u, v) in enumerate(zip(a, b)):
+                walk(u, v, f"{where}[{i}]")
+        elif a != b:
+            diffs.append(f"{where}: {a!r} then, {b!r} now")
+
+    walk(before, now, "")
+    return "; ".join(diffs[:5]) + (f"; and {len(diffs) - 5} more" if len(diffs) > 5 else "")
+
+
+_BLOCK_NAME = re.compile(r"^\d+-\d+(_\d+-\d+)*$")
+
+
+def _owned_files(p: Location, key: str = "outputs.path", output: str = "") -> list[str]:
+    """Every file below ``p`` (relative paths), having checked that each is one distconv
+    writes: its marks, Zarr metadata, chunk or shard files on the grid of the array they lie
+    in, a bag-of-words result. Raises OutputError naming the first other one."""
+    arrays = {"": None}  # folder -> its chunk grid (None: not an array)
+    files = p.files()
+    for rel in files:
+        if rel == "zarr.json" or rel.endswith("/zarr.json"):
+            folder = rel[:-len("zarr.json")].rstrip("/")
+            arrays[folder] = _grid(p.child(rel))
+    recorded = _own_entries(p) - OWN_ENTRIES
+    for rel in files:
+        if not _is_owned(rel, arrays, recorded):
+            raise OutputError(f"{key} {output or p.path!r} was written by distconv but now also holds "
+                              f"{rel!r}; distconv will not delete it: move it out, or choose another path")
+    return files
+
+
+def _is_owned(rel: str, arrays: dict, recorded: set) -> bool:
+    """Is ``rel`` a file distconv writes: at the top level or inside an array it recorded
+    (a dataset's variable and coordinates), a mark, zarr.json, or a chunk key on the grid."""
+    parts = rel.split("/")
+    folder = ""
+    if len(parts) > 1 and parts[0] in recorded:
+        folder, parts = parts[0], parts[1:]
+    if len(parts) == 1:
+        return parts[0] in OWN_ENTRIES
+    if parts[0] == BLOCKS:
+        return len(parts) == 2 and bool(_BLOCK_NAME.match(parts[1]))
+    grid = arrays.get(folder)
+    if grid is None or parts[0] != "c" or len(parts) - 1 != len(grid):
+        return False
+    return all(x.isdigit() and int(x) < n for x, n in zip(parts[1:], grid))
+
+
+def _grid(meta: Location):
+    """Chunk (or shard) counts per axis of the Zarr v3 array whose zarr.json is ``meta``; None
+    for a group, or an array whose chunk keys are not zarr's default 'c/i/j'."""
+    try:
+        doc = json.loads(meta.read_text())
+        if doc.get("node_type") != "array":
+            return None
+        enc = doc.get("chunk_key_encoding", {})
+        if enc.get("name", "default") != "default" or enc.get("configuration", {}).get("separator", "/") != "/":
+            return None
+        chunk = doc["chunk_grid"]["configuration"]["chunk_shape"]
+        return tuple(-(-int(n) // int(c)) for n, c in zip(doc["shape"], chunk))
+    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
+        return None
+
+
+def remove_owned(output: str, key: str = "outputs.path"):
+    """Remove distconv's own files of ``output`` after checking every one is its own (none
+    removed otherwise). The owner mark says "removing" first and stays last, so an interrupted
+    removal leaves an output that --overwrite or --resume takes up again; the completion and
+    block marks go before any data, so no mark outlives the data it vouches for."""
     p = Location(output)
-    if p.child(OWNER).is_file():
-        if resume:
-            return True
-        p.remove_tree()  # check_target proved it ours and free of foreign entries
+    files = _owned_files(p, key, output)
+    mark = _owner(p)
+    mark.pop("job", None)
+    p.child(OWNER).write_text(json.dumps({**mark, "state": REMOVING}))
+
+    def stage(rel):
+        name = rel.rsplit("/", 1)[-1]
+        if rel == COMPLETE:
+            return 0
+        if rel.startswith(BLOCKS + "/"):
+            return 1
+        return 3 if name == "zarr.json" else 2
+
+    ordered = sorted((f for f in files if f != OWNER), key=stage)
+    for s in range(4):
+        p.remove_files([f for f in ordered if stage(f) == s])
+
+
+def claim(output: str, overwrite: bool = False, resume: bool = False, key: str = "outputs.path",
+          who: str = "distconv", job: dict | None = None) -> bool:
+    """Make ``output`` ours to write: check it (check_target), remove what distconv wrote there
+    when replacing, and write the owner mark with ``job``. Returns True when resuming an
+    existing output (the same job, unfinished)."""
+    action = check_target(output, overwrite, resume, key, job)
+    if action in ("resume", "done"):
+        return True
+    p = Location(output)
+    if action == "replace":
+        remove_owned(output, key)
     p.make_dir()
-    p.child(OWNER).write_text(json.dumps({"by": who, "created": time.time()}))
+    doc = {"by": who, "created": time.time()}
+    if job is not None:
+        doc["job"] = job
+    p.child(OWNER).write_text(json.dumps(doc))
     return False
 
 

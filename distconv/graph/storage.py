@@ -70,12 +70,13 @@ def to_device_blocks(arr: da.Array) -> da.Array:
 
 
 def store(arr: da.Array, path: str, storage_chunks=None, codec: str = "zstd",
-          overwrite: bool = False, attrs=None, resume: bool = False, dims=None) -> da.Array:
+          overwrite: bool = False, attrs=None, resume: bool = False, dims=None, job=None) -> da.Array:
     """Lazily write ``arr`` into a Zarr array: blocks aligned to storage chunks (no chunk has
     two writers), each block's write idempotent and recorded by a marker file, so a rerun with
     ``resume`` writes only the blocks that are missing. The path is claimed first
-    (ownership.claim): ``overwrite`` replaces only a store distconv created. Returns the dask array
-    of write flags."""
+    (ownership.claim): ``overwrite`` replaces only a store distconv created, ``resume`` continues
+    only an output of the same ``job`` (what writes it, recorded in the owner mark). Returns the
+    dask array of write flags."""
     import zarr
 
     storage = tuple(storage_chunks or (c[0] for c in arr.chunks))
@@ -83,7 +84,7 @@ def store(arr: da.Array, path: str, storage_chunks=None, codec: str = "zstd",
     if aligned != arr.chunks:
         arr = arr.rechunk(aligned)
     p = str(path)
-    resuming = ownership.claim(p, overwrite, resume)
+    resuming = ownership.claim(p, overwrite, resume, job=job)
     if resuming and Location(p).child("zarr.json").exists():
         target = zarr.open_array(p, mode="r+")
         if target.shape != arr.shape or target.dtype != arr.dtype:
@@ -148,6 +149,11 @@ def _aligned(sizes: tuple, step: int) -> list[int]:
     return list(np.diff([0] + bounds))
 
 
+def dataset_array_name(result) -> str:
+    """The entry a dataset output's data variable is written to."""
+    return str(result.name or "data")
+
+
 def write_dataset_frame(path: str, result, attrs: dict) -> str:
     """Make ``path`` (already claimed) a Zarr group that xarray opens: the result's coordinates
     as small arrays with dimension names and attributes, the group's attributes; returns the
@@ -161,7 +167,7 @@ def write_dataset_frame(path: str, result, attrs: dict) -> str:
         z = group.create_array(str(name), shape=values.shape, dtype=values.dtype, overwrite=True,
                                dimension_names=list(coord.dims), attributes=dict(coord.attrs))
         z[...] = values
-    return join(path, str(result.name or "data"))
+    return join(path, dataset_array_name(result))
 
 
 def consolidate(path: str):

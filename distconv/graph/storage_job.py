@@ -48,6 +48,7 @@ class Job:
     uniform: bool = True
     gpu: bool = False
     src_layout: shards.Layout | None = None   # the input's, when its shards can be read directly
+    in_dtype: str | None = None  # the input's (layout.dtype is the output's); None: the same
     batches: tuple = ()          # per block (b0, b1, w1): its decode batch b0..b1, its worker's end w1
     run: str = field(default_factory=lambda: uuid.uuid4().hex)  # names this run's shared edge rows
 
@@ -467,7 +468,7 @@ def graph(job: Job, name: str, workers: list | None = None):
 
     n = len(job.row_blocks)
     if job.gpu:
-        row_bytes = math.prod(job.layout.shape[1:]) * np.dtype(job.layout.dtype).itemsize
+        row_bytes = math.prod(job.layout.shape[1:]) * np.dtype(job.in_dtype or job.layout.dtype).itemsize
         job = dataclasses.replace(job, batches=batches.plan(job.row_blocks, row_bytes, len(workers or [None]),
                                                             batch_bytes()))
     token = tokenize(job)

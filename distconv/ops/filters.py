@@ -263,7 +263,7 @@ def passes_filter(x, passes, modes, cval, name, allow_rechunk, dtype=None):
     return _filter(x, func, passes_depth(passes, x.ndim), modes, name, allow_rechunk, dtype)
 
 
-def _correlate_1d(x, weights, axis, mode, cval, origin, flip, name, allow_rechunk, dtype):
+def correlate_along(x, weights, axis, mode, cval, origin, flip, name, allow_rechunk, dtype):
     x = checks.nonzero_ndim(checks.as_array(x))
     w = checks.weights(weights, 1)
     ax = checks.axis(axis, x.ndim)
@@ -278,15 +278,15 @@ def _correlate_1d(x, weights, axis, mode, cval, origin, flip, name, allow_rechun
 def correlate1d(x, weights, axis=-1, mode="reflect", cval=0.0, origin=0, *, output=None,
                 allow_rechunk=True):
     """1-D correlation along ``axis`` (scipy.ndimage.correlate1d semantics)."""
-    return linear(x, weights, cval, output, lambda d, w, c, dt: _correlate_1d(
-        d, w, axis, mode, c, origin, False, "distconv-correlate1d", allow_rechunk, dt), conjugate=True)
+    return linear(x, weights, cval, output, lambda d, w, c, dt: correlate_along(
+        d, w, axis, mode, c, origin, False, "distconv-correlate-axis", allow_rechunk, dt), conjugate=True)
 
 
 def convolve1d(x, weights, axis=-1, mode="reflect", cval=0.0, origin=0, *, output=None,
                allow_rechunk=True):
     """1-D convolution along ``axis`` (scipy.ndimage.convolve1d semantics)."""
-    return linear(x, weights, cval, output, lambda d, w, c, dt: _correlate_1d(
-        d, w, axis, mode, c, origin, True, "distconv-convolve1d", allow_rechunk, dt))
+    return linear(x, weights, cval, output, lambda d, w, c, dt: correlate_along(
+        d, w, axis, mode, c, origin, True, "distconv-convolve-axis", allow_rechunk, dt))
 
 
 def stencil_of(op, ndim: int, dtype, *args, **params) -> Stencil:

@@ -3,6 +3,8 @@ numpy's errors), on numpy, cupy, dask and xarray inputs."""
 
 from __future__ import annotations
 
+import builtins
+import math
 import operator
 from functools import partial
 
@@ -10,7 +12,7 @@ import numpy as np
 
 from .. import backends
 from ..core import checks
-from ..core.arrays import to_host
+from ..core.arrays import array_module, to_host
 from .reductions import max as _max
 from .reductions import min as _min
 
@@ -29,16 +31,18 @@ def _check_weights(weights, x, name="weights"):
     return w
 
 
-def _finite_range(x):
-    """numpy's autodetected range: (min, max) of the data, refused when not finite."""
+def _finite_range(x, why: str = "histogram without range computes the data's min and max now "
+                                 "(numpy's rule: a full pass over the input); pass range=(lo, hi) "
+                                 "to stay lazy"):
+    """numpy's autodetected range: (min, max) of the data, refused when not finite; ``why``:
+    the warning a dask input gets, since this computes."""
     if x.size == 0:
         return 0, 1
     lo, hi = _min(x), _max(x)
     if checks.array_kind(x) == "dask":
         import dask
 
-        checks.warn_user("histogram without range computes the data's min and max now (numpy's "
-                         "rule: a full pass over the input); pass range=(lo, hi) to stay lazy")
+        checks.warn_user(why)
         lo, hi = dask.compute(lo, hi)
     lo, hi = to_host(lo)[()], to_host(hi)[()]  # numpy scalars of the data's dtype, as numpy uses
     if not (np.isfinite(lo) and np.isfinite(hi)):
@@ -146,6 +150,52 @@ def _hist_block(xb, wb=None, *, edges, uniform):
     return backends.counts(xb, edges, uniform, wb)
 
 
+def histogram_along(x, axes, bins=10, range=None, weights=None, density=False):  # noqa: A002
+    """numpy.histogram of every slice along ``axes``: counts shaped (the other axes in order...,
+    bins), with one set of edges for every slice (``range``, or the whole data's min and max).
+    dask in -> one task per chunk counting each of its slices, then a tree sum over the chunks
+    of ``axes``; numpy or cupy in -> the same kind out."""
+    x = _data(x)
+    w = _check_weights(weights, x)
+    axes = sorted({checks.axis(a, x.ndim) for a in axes})
+    edges, uniform = bin_edges(x, bins, range)
+    e = _edge_dtype(x.dtype, edges)
+    keep = [a for a in builtins.range(x.ndim) if a not in axes]
+    order, nk, nbins = keep + axes, len(keep), len(e) - 1
+    fn = partial(_slices_block, nkeep=nk, edges=e, uniform=uniform)
+    arrays = [a.transpose(order) for a in ([x] if w is None else [x, w])]
+    if checks.array_kind(x) == "dask":
+        from ..graph import merge
+
+        xt, *rest = arrays
+        rest = merge.unify(xt, *[merge.as_dask_like(xt, a) for a in rest])
+        chunks = xt.chunks[:nk] + tuple((1,) * len(c) for c in xt.chunks[nk:]) + ((nbins,),)
+        parts = xt.map_blocks(fn, *rest, new_axis=x.ndim, chunks=chunks, name="distconv-hist-slices",
+                              dtype=np.float64 if w is not None else np.int64)
+        hist = parts.sum(axis=tuple(builtins.range(nk, x.ndim)), split_every=8)
+    else:
+        hist = fn(*arrays).reshape(tuple(x.shape[a] for a in keep) + (nbins,))
+    if w is not None:
+        hist = hist.astype(w.dtype)
+    if density:
+        db = np.diff(edges).astype(np.float64)
+        hist = hist / db / hist.sum(axis=-1, keepdims=True)
+    return hist, edges
+
+
+def _slices_block(xb, wb=None, *, nkeep, edges, uniform):
+    """Counts of each slice of a block along its last axes: (kept shape, 1 per counted axis, bins)."""
+    kshape = xb.shape[:nkeep]
+    rows = xb.reshape((math.prod(kshape), -1))
+    wrows = None if wb is None else wb.reshape(rows.shape)
+    xp = array_module(xb)
+    nbins = len(edges) - 1
+    counts = [backends.counts(rows[k], edges, uniform, None if wrows is None else wrows[k])
+              for k in builtins.range(rows.shape[0])]
+    out = xp.stack(counts) if counts else xp.zeros((0, nbins), np.float64 if wb is not None else np.int64)
+    return out.reshape(kshape + (1,) * (xb.ndim - nkeep) + (nbins,))
+
+
 def bincount(x, weights=None, minlength=0):
     """numpy.bincount of non-negative integers (a first max pass sizes the output)."""
     x = _data(x)
@@ -161,7 +211,8 @@ def bincount(x, weights=None, minlength=0):
     w = _check_weights(weights, x)
     nbins = minlength
     if x.size:
-        lo, hi = _finite_range(x)
+        lo, hi = _finite_range(x, "bincount computes the input's min and max now (a full pass "
+                                  "over it): numpy's output size is max(x) + 1")
         if lo < 0:
             raise ValueError(f"x must have no negative elements for bincount, found {lo}")
         nbins = nbins if nbins > int(hi) else int(hi) + 1

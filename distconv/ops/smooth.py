@@ -81,7 +81,7 @@ def gaussian_filter1d(x, sigma, axis=-1, order=0, mode="reflect", cval=0.0, trun
     ax = checks.axis(axis, max(x.ndim, 1))
     return linear(x, None, cval, output, lambda d, _w, c, dt: gaussian(
         d, checks.real(sigma, "sigma"), operator.index(order), mode, c, truncate, radius, (ax,),
-        allow_rechunk, dt, "distconv-gaussian1d"))
+        allow_rechunk, dt, "distconv-gaussian-axis"))
 
 
 def uniform(x, size, mode, cval, origin, axes, allow_rechunk, dtype, name="distconv-uniform"):
@@ -143,4 +143,4 @@ def uniform_filter1d(x, size, axis=-1, mode="reflect", cval=0.0, origin=0, *, ou
     x = checks.as_array(x, kinds=checks.SUPPORTED_KINDS + "c")
     ax = checks.axis(axis, max(x.ndim, 1))
     return linear(x, None, cval, output, lambda d, _w, c, dt: uniform(
-        d, operator.index(size), mode, c, origin, (ax,), allow_rechunk, dt, "distconv-uniform1d"))
+        d, operator.index(size), mode, c, origin, (ax,), allow_rechunk, dt, "distconv-uniform-axis"))

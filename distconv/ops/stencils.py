@@ -12,7 +12,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..core import checks
-from .filters import correlate1d, correlate_nd, linear
+from .filters import correlate_along, correlate_nd, linear
 
 
 def _fornberg(offsets: list[int], order: int) -> list[Fraction]:
@@ -58,6 +58,12 @@ def _check(order, accuracy):
     return order, accuracy
 
 
+def _float_result(x):
+    """A difference quotient of integers is not an integer: float64 for integer or bool input
+    (as numpy.gradient), the input's own dtype otherwise."""
+    return np.float64 if np.dtype(x.dtype).kind in "biu" else None
+
+
 def derivative(x, axis, order=1, accuracy=2, spacing=1.0, mode="nearest", *, allow_rechunk=True):
     """d^order x / d axis^order by central differences of the given accuracy (grid spacing
     ``spacing``); the boundary ``mode`` supplies the values beyond the edges."""
@@ -66,7 +72,9 @@ def derivative(x, axis, order=1, accuracy=2, spacing=1.0, mode="nearest", *, all
     if h == 0:
         raise ValueError("spacing must not be zero")
     w = central_coefficients(order, accuracy) / h**order
-    return correlate1d(x, w, axis=axis, mode=mode, allow_rechunk=allow_rechunk)
+    x = checks.as_array(x, kinds=checks.SUPPORTED_KINDS + "c")
+    return linear(x, w, 0.0, _float_result(x), lambda d, w, c, dt: correlate_along(
+        d, w, axis, mode, c, 0, False, "distconv-derivative", allow_rechunk, dt), conjugate=True)
 
 
 def laplace(x, accuracy=2, spacing=1.0, mode="nearest", *, allow_rechunk=True):
@@ -85,5 +93,5 @@ def laplace(x, accuracy=2, spacing=1.0, mode="nearest", *, allow_rechunk=True):
         for k, wk in enumerate(c):
             idx[ax] = k
             star[tuple(idx)] += wk / h**2
-    return linear(x, star, 0.0, None, lambda d, w, c, dt: correlate_nd(
-        d, w, mode, c, 0, False, "distconv-laplace", allow_rechunk))
+    return linear(x, star, 0.0, _float_result(x), lambda d, w, c, dt: correlate_nd(
+        d, w, mode, c, 0, False, "distconv-laplace", allow_rechunk, dtype=dt))

@@ -1,0 +1,46 @@
+"""What writes an output, recorded in its owner mark so that --resume continues only the same
+job: the steps and everything else that decides the output's values and layout, and the
+input's identity (path, shape, dtype and a stamp of its files that changes when they do)."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from ..graph.location import Location
+from .outputs import jsonable
+from .spec import Workflow
+
+
+def job(wf: Workflow) -> dict:
+    """The job of ``wf`` as plain JSON values; the input's stamp is None while it does not
+    exist yet (a synthetic input the run writes first)."""
+    from .inputs import lazy_input
+
+    inp = wf.input
+    where = Location(inp["path"])
+    arr = lazy_input(wf)
+    return jsonable({
+        "steps": [[op, params] for op, params in wf.steps],
+        "variable": inp.get("variable"),
+        "region": inp.get("region"),
+        "region_edges": inp.get("region_edges", "mode"),
+        "layout": {"sharded": _direct(wf, arr), "codec": wf.outputs.get("codec", "zstd"),
+                   "chunks": wf.outputs.get("chunks")},
+        "input": {"path": where.key(), "shape": list(arr.shape), "dtype": str(arr.dtype),
+                  "stamp": where.stamp() if where.exists() else None},
+        "distconv": _version(),
+    })
+
+
+def _direct(wf: Workflow, arr) -> bool:
+    """Does the run write the direct path's sharded layout (else zarr's plain chunks)?"""
+    from .direct import takes
+
+    return takes(wf, arr.ndim, arr.dtype)
+
+
+def _version() -> str:
+    try:
+        return version("distconv")
+    except PackageNotFoundError:
+        return "unknown"
