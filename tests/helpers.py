@@ -45,3 +45,13 @@ def to_gpu(a):
     import cupy
 
     return cupy.asarray(a)
+
+
+def chunking_case(data, sizes=(3, 14)):
+    """A hypothesis draw for chunking-invariance tests: (shape, chunks, boundary mode, rng)."""
+    from hypothesis import strategies as st
+
+    shape = data.draw(st.tuples(st.integers(*sizes), st.integers(*sizes)))
+    chunks = tuple(data.draw(st.integers(1, s)) for s in shape)
+    mode = data.draw(st.sampled_from(["reflect", "constant", "nearest", "mirror", "wrap"]))
+    return shape, chunks, mode, np.random.default_rng(data.draw(st.integers(0, 2**31)))

@@ -15,7 +15,7 @@ import scipy.ndimage as ndi
 import distconv as dc
 from distconv import batch as workflow
 
-from .helpers import assert_matches
+from .helpers import assert_matches, chunking_case
 from .test_workflow import read, small
 
 
@@ -179,10 +179,8 @@ PROPERTY_OPS = {
 def test_results_never_depend_on_the_chunking(op, data):
     import warnings
 
-    shape = data.draw(st.tuples(st.integers(3, 14), st.integers(3, 14)))
-    chunks = tuple(data.draw(st.integers(1, s)) for s in shape)
-    mode = data.draw(st.sampled_from(["reflect", "constant", "nearest", "mirror", "wrap"]))
-    a = np.random.default_rng(data.draw(st.integers(0, 2**31))).standard_normal(shape)
+    shape, chunks, mode, rng = chunking_case(data)
+    a = rng.standard_normal(shape)
     whole = np.asarray(PROPERTY_OPS[op](a, mode))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

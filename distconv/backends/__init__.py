@@ -16,7 +16,7 @@ from ..core.arrays import is_cupy
 # family (a module in each backend) -> the per-block functions it provides
 FAMILIES = {
     "convolve": ("correlate", "correlate_passes", "correlate_pair"),
-    "rank": ("rank", "extremum_passes"),
+    "rank": ("rank", "extremum_passes", "rank_omit"),
     "scan": ("scan",),
     "reduce": ("reduce",),
     "histogram": ("counts", "bincount", "counts2d"),
@@ -63,6 +63,7 @@ correlate_passes = Dispatch("convolve", "correlate_passes")
 correlate_pair = Dispatch("convolve", "correlate_pair")
 rank = Dispatch("rank", "rank")
 extremum_passes = Dispatch("rank", "extremum_passes")
+rank_omit = Dispatch("rank", "rank_omit")
 scan = Dispatch("scan", "scan")
 reduce = Dispatch("reduce", "reduce")
 counts = Dispatch("histogram", "counts")

@@ -41,7 +41,10 @@ def into(out, result):
 
 def on_data(x, fn):
     """``fn`` applied to a DataArray's data (shape-preserving; dims, coords, attrs kept), or to
-    the array itself."""
+    the array itself. The source's encoding (its stored dtype, chunks, fill value, scale) does
+    not describe the result: it is dropped, so ``.to_zarr`` writes the result as it is."""
     if array_kind(x) == "xarray":
-        return x.copy(data=fn(x.data))
+        out = x.copy(data=fn(x.data))
+        out.encoding = {}
+        return out
     return fn(x)

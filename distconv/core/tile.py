@@ -44,6 +44,12 @@ class Tile:
                 tile.pieces[d] = ext[sl]
         return tile
 
+    def map(self, fn) -> "Tile":
+        """The tile of ``fn`` applied to every piece (an elementwise function: shapes kept)."""
+        if self.whole is not None:
+            return Tile.extended(fn(self.whole), self.halo)
+        return Tile(fn(self.centre), self.halo, {d: fn(p) for d, p in self.pieces.items()})
+
     @property
     def ndim(self) -> int:
         return self.centre.ndim

@@ -169,6 +169,36 @@ def deliver(result, output):
     return output
 
 
+NAN_POLICIES = ("propagate", "omit")
+
+
+def nan_policy_of(nan_policy) -> str:
+    if nan_policy not in NAN_POLICIES:
+        raise ValueError(f"nan_policy must be 'propagate' (NaN spreads as scipy's arithmetic spreads "
+                         f"it) or 'omit' (NaN ignored), got {nan_policy!r}")
+    return nan_policy
+
+
+def normalized(x, filt, mode, cval):
+    """nan_policy='omit' of a smoothing filter ``filt(data, cval)``: each window's weighted
+    mean of its non-NaN values, by normalized convolution, filt(x with NaN as 0) / filt(1
+    where x is a number); NaN where a window holds none (gaps narrower than the window are
+    filled: mask the result again to keep them). Beyond a constant edge, cval counts as a
+    value unless it is NaN. Lazy on dask, on the device for cupy, dims kept for xarray."""
+    x = checks.as_array(x)
+    if np.dtype(x.dtype).kind != "f":
+        return filt(x, cval)
+    edge = 0.0 if (np.isnan(cval) or "constant" not in np.atleast_1d(mode)) else 1.0
+
+    def run(d):
+        valid = ~np.isnan(d)
+        num = filt(np.where(valid, d, d.dtype.type(0)), 0.0 if np.isnan(cval) else cval)
+        den = filt(valid.astype(d.dtype), edge)
+        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan).astype(num.dtype)
+
+    return on_data(x, run)
+
+
 def linear(x, weights, cval, output, run, conjugate: bool = False):
     """A linear filter with scipy's output= and complex support: ``run(x, weights, cval,
     dtype)`` on real data; a complex input or mask runs as real ones on the parts (as scipy

@@ -163,16 +163,24 @@ def histogram_along(x, axes, bins=10, range=None, weights=None, density=False): 
     keep = [a for a in builtins.range(x.ndim) if a not in axes]
     order, nk, nbins = keep + axes, len(keep), len(e) - 1
     fn = partial(_slices_block, nkeep=nk, edges=e, uniform=uniform)
-    arrays = [a.transpose(order) for a in ([x] if w is None else [x, w])]
+    same = order == list(builtins.range(x.ndim))
+    arrays = [a if same else a.transpose(order) for a in ([x] if w is None else [x, w])]
     if checks.array_kind(x) == "dask":
         from ..graph import merge
 
         xt, *rest = arrays
         rest = merge.unify(xt, *[merge.as_dask_like(xt, a) for a in rest])
-        chunks = xt.chunks[:nk] + tuple((1,) * len(c) for c in xt.chunks[nk:]) + ((nbins,),)
-        parts = xt.map_blocks(fn, *rest, new_axis=x.ndim, chunks=chunks, name="distconv-hist-slices",
-                              dtype=np.float64 if w is not None else np.int64)
-        hist = parts.sum(axis=tuple(builtins.range(nk, x.ndim)), split_every=8)
+        dtype = np.float64 if w is not None else np.int64
+        counted = tuple(builtins.range(nk, x.ndim))
+        if all(len(xt.chunks[a]) == 1 for a in counted):  # each slice whole in one chunk: no merge
+            hist = xt.map_blocks(_squeezed, *rest, fn=fn, nkeep=nk, drop_axis=counted, new_axis=nk,
+                                 chunks=xt.chunks[:nk] + ((nbins,),), name="distconv-hist-slices",
+                                 dtype=dtype)
+        else:
+            chunks = xt.chunks[:nk] + tuple((1,) * len(xt.chunks[a]) for a in counted) + ((nbins,),)
+            parts = xt.map_blocks(fn, *rest, new_axis=x.ndim, chunks=chunks, name="distconv-hist-slices",
+                                  dtype=dtype)
+            hist = parts.sum(axis=counted, split_every=8)
     else:
         hist = fn(*arrays).reshape(tuple(x.shape[a] for a in keep) + (nbins,))
     if w is not None:
@@ -181,6 +189,12 @@ def histogram_along(x, axes, bins=10, range=None, weights=None, density=False): 
         db = np.diff(edges).astype(np.float64)
         hist = hist / db / hist.sum(axis=-1, keepdims=True)
     return hist, edges
+
+
+def _squeezed(xb, wb=None, *, fn, nkeep):
+    """_slices_block's counts without the counted axes (size 1 each)."""
+    out = fn(xb, wb)
+    return out.reshape(out.shape[:nkeep] + out.shape[-1:])
 
 
 def _slices_block(xb, wb=None, *, nkeep, edges, uniform):

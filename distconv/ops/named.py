@@ -17,11 +17,39 @@ def _axis(da: xr.DataArray, dim: str, name: str = "dim") -> int:
     return da.dims.index(dim)
 
 
-def _spacing(da: xr.DataArray, dim: str, accuracy: int, order: int):
-    """Uniform spacing from the coordinate (fast path), or None when it is non-uniform."""
+DATETIME_UNITS = ("W", "D", "h", "m", "s", "ms", "us", "ns")
+
+
+def _coordinate(da: xr.DataArray, dim: str, datetime_unit=None) -> np.ndarray:
+    """The coordinate of ``dim`` as float64; datetime64 (any storage unit) and cftime
+    coordinates as time since the first in ``datetime_unit`` (seconds by default), as
+    DataArray.differentiate takes them."""
     if dim not in da.coords:
         raise ValueError(f"dimension {dim!r} has no coordinate to take the spacing from; pass spacing")
-    c = np.asarray(da[dim].values, dtype=np.float64)
+    c = np.asarray(da[dim].values)
+    if not _is_time(c):
+        return c.astype(np.float64)
+    unit = _time_unit(datetime_unit)
+    if c.dtype.kind == "M":
+        return (c - c[0]) / np.timedelta64(1, unit)
+    seconds = np.array([(t - c[0]).total_seconds() for t in c])  # cftime: datetime.timedelta
+    return seconds / (np.timedelta64(1, unit) / np.timedelta64(1, "s"))
+
+
+def _is_time(c: np.ndarray) -> bool:
+    return c.dtype.kind == "M" or (c.dtype == object and c.size > 0 and hasattr(c.flat[0], "calendar"))
+
+
+def _time_unit(datetime_unit) -> str:
+    unit = "s" if datetime_unit is None else datetime_unit
+    if unit not in DATETIME_UNITS:
+        raise ValueError(f"datetime_unit must be one of {', '.join(DATETIME_UNITS)}, got {datetime_unit!r}")
+    return unit
+
+
+def _spacing(da: xr.DataArray, dim: str, accuracy: int, order: int, datetime_unit=None):
+    """Uniform spacing from the coordinate (fast path), or None when it is non-uniform."""
+    c = _coordinate(da, dim, datetime_unit)
     if c.size < 2:
         return 1.0
     d = np.diff(c)
@@ -78,28 +106,42 @@ def _per_dim(obj, value, name: str):
     return list(value.values()), axes
 
 
-def gaussian_filter(obj, sigma, order=0, mode="reflect", cval=0.0, truncate=4.0):
+def gaussian_filter(obj, sigma, order=0, mode="reflect", cval=0.0, truncate=4.0, nan_policy="propagate"):
     """``sigma``: one value for every dim, or {dim: sigma} (other dims untouched);
     ``order``: one value or {dim: order} over the same dims."""
     sigma, axes = _per_dim(obj, sigma, "sigma")
+    mode = _per_dim_mode(obj, mode, axes)
     if isinstance(order, dict):
         dims = [obj.dims[a] for a in axes] if axes is not None else list(obj.dims)
         order = [int(order.get(d, 0)) for d in dims]
-    return smooth.gaussian_filter(obj, sigma, order, mode, cval, truncate, axes=axes)
+    return smooth.gaussian_filter(obj, sigma, order, mode, cval, truncate, axes=axes, nan_policy=nan_policy)
 
 
-def gaussian_filter1d(obj, sigma, dim, order=0, mode="reflect", cval=0.0, truncate=4.0):
-    return smooth.gaussian_filter1d(obj, sigma, _axis(obj, dim), order, mode, cval, truncate)
+def gaussian_filter1d(obj, sigma, dim, order=0, mode="reflect", cval=0.0, truncate=4.0, nan_policy="propagate"):
+    return smooth.gaussian_filter1d(obj, sigma, _axis(obj, dim), order, mode, cval, truncate,
+                                    nan_policy=nan_policy)
 
 
-def uniform_filter(obj, size=3, mode="reflect", cval=0.0):
+def uniform_filter(obj, size=3, mode="reflect", cval=0.0, nan_policy="propagate"):
     """``size``: one value for every dim, or {dim: size}."""
     size, axes = _per_dim(obj, size, "size")
-    return smooth.uniform_filter(obj, size, mode, cval, axes=axes)
+    return smooth.uniform_filter(obj, size, _per_dim_mode(obj, mode, axes), cval, axes=axes, nan_policy=nan_policy)
 
 
-def uniform_filter1d(obj, size, dim, mode="reflect", cval=0.0, origin=0):
-    return smooth.uniform_filter1d(obj, size, _axis(obj, dim), mode, cval, origin)
+def uniform_filter1d(obj, size, dim, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
+    return smooth.uniform_filter1d(obj, size, _axis(obj, dim), mode, cval, origin, nan_policy=nan_policy)
+
+
+def _per_dim_mode(obj, mode, axes):
+    """A mode per filtered dim given as {dim: mode} -> the list in the order of ``axes`` (or of
+    every dim); one mode or a list passes through."""
+    if not isinstance(mode, dict):
+        return mode
+    dims = [obj.dims[a] for a in axes] if axes is not None else list(obj.dims)
+    unknown = [k for k in mode if k not in dims]
+    if unknown:
+        raise ValueError(f"mode has an entry for {unknown[0]!r}, which is not a filtered dim {dims}")
+    return [mode.get(d, "reflect") for d in dims]
 
 
 def sobel(obj, dim, mode="reflect", cval=0.0):
@@ -122,82 +164,124 @@ def gaussian_gradient_magnitude(obj, sigma, mode="reflect", cval=0.0, truncate=4
     return edges.gaussian_gradient_magnitude(obj, sigma, mode, cval, axes=axes, truncate=truncate)
 
 
-def minimum_filter(obj, size, mode="reflect", cval=0.0):
+def minimum_filter(obj, size, mode="reflect", cval=0.0, nan_policy="propagate"):
     """``size``: one value for every dim, or {dim: size}."""
     size, axes = _per_dim(obj, size, "size")
-    return ranked.minimum_filter(obj, size, None, mode, cval, axes=axes)
+    return ranked.minimum_filter(obj, size, None, mode, cval, axes=axes, nan_policy=nan_policy)
 
 
-def maximum_filter(obj, size, mode="reflect", cval=0.0):
+def maximum_filter(obj, size, mode="reflect", cval=0.0, nan_policy="propagate"):
     size, axes = _per_dim(obj, size, "size")
-    return ranked.maximum_filter(obj, size, None, mode, cval, axes=axes)
+    return ranked.maximum_filter(obj, size, None, mode, cval, axes=axes, nan_policy=nan_policy)
 
 
-def median_filter(obj, size, mode="reflect", cval=0.0):
+def median_filter(obj, size, mode="reflect", cval=0.0, nan_policy="propagate"):
     size, axes = _per_dim(obj, size, "size")
-    return ranked.median_filter(obj, size, None, mode, cval, axes=axes)
+    return ranked.median_filter(obj, size, None, mode, cval, axes=axes, nan_policy=nan_policy)
 
 
-def rank_filter(obj, rank, size, mode="reflect", cval=0.0):
+def rank_filter(obj, rank, size, mode="reflect", cval=0.0, nan_policy="propagate"):
     size, axes = _per_dim(obj, size, "size")
-    return ranked.rank_filter(obj, rank, size, None, mode, cval, axes=axes)
+    return ranked.rank_filter(obj, rank, size, None, mode, cval, axes=axes, nan_policy=nan_policy)
 
 
-def percentile_filter(obj, percentile, size, mode="reflect", cval=0.0):
+def percentile_filter(obj, percentile, size, mode="reflect", cval=0.0, nan_policy="propagate"):
     size, axes = _per_dim(obj, size, "size")
-    return ranked.percentile_filter(obj, percentile, size, None, mode, cval, axes=axes)
+    return ranked.percentile_filter(obj, percentile, size, None, mode, cval, axes=axes, nan_policy=nan_policy)
 
 
-def minimum_filter1d(obj, size, dim, mode="reflect", cval=0.0, origin=0):
-    return ranked.minimum_filter1d(obj, size, _axis(obj, dim), mode, cval, origin)
+def minimum_filter1d(obj, size, dim, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
+    return ranked.minimum_filter1d(obj, size, _axis(obj, dim), mode, cval, origin, nan_policy=nan_policy)
 
 
-def maximum_filter1d(obj, size, dim, mode="reflect", cval=0.0, origin=0):
-    return ranked.maximum_filter1d(obj, size, _axis(obj, dim), mode, cval, origin)
+def maximum_filter1d(obj, size, dim, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
+    return ranked.maximum_filter1d(obj, size, _axis(obj, dim), mode, cval, origin, nan_policy=nan_policy)
 
 
-def derivative(obj, dim, order=1, accuracy=2, spacing=None, mode="nearest"):
-    """d^order/d dim^order; spacing from the coordinate unless given."""
+def derivative(obj, dim, order=1, accuracy=2, spacing=None, mode="nearest", datetime_unit=None):
+    """d^order/d dim^order; spacing from the coordinate unless given (a time coordinate in
+    ``datetime_unit``, seconds by default); integer data gives floats."""
     ax = _axis(obj, dim)
-    h = spacing if spacing is not None else _spacing(obj, dim, accuracy, order)
+    h = spacing if spacing is not None else _spacing(obj, dim, accuracy, order, datetime_unit)
     if h is None:  # non-uniform coordinate: numpy.gradient's scheme (one-sided at the edges)
-        return _with_units(obj.differentiate(dim), obj, {dim: 1})
-    return _with_units(stencils.derivative(obj, ax, order, accuracy, h, mode), obj, {dim: order})
+        time = _is_time(np.asarray(obj[dim].values))
+        out = obj.astype(np.float64) if obj.dtype.kind in "biu" else obj
+        out = out.differentiate(dim, datetime_unit=_time_unit(datetime_unit)) if time else out.differentiate(dim)
+        out.encoding = {}
+        return _with_units(out, obj, {dim: 1}, datetime_unit)
+    return _with_units(stencils.derivative(obj, ax, order, accuracy, h, mode), obj, {dim: order}, datetime_unit)
 
 
-def _with_units(out, obj, per: dict):
+def _coord_unit(obj, dim, datetime_unit=None):
+    """The unit of ``dim``'s coordinate: its units attribute, or a time coordinate's
+    datetime_unit (given spacing has no unit known here)."""
+    if dim not in obj.coords:
+        return None
+    if _is_time(np.asarray(obj[dim].values)):
+        return _time_unit(datetime_unit)
+    return obj[dim].attrs.get("units")
+
+
+def _with_units(out, obj, per: dict, datetime_unit=None, given_spacing=False):
     """A derivative's units: the data's over each coordinate's to its order; dropped where a
     unit is unknown (keeping the data's units would be wrong)."""
     attrs = dict(out.attrs)
     units = obj.attrs.get("units")
-    coord_units = [obj[d].attrs.get("units") if d in obj.coords else None for d in per]
+    coord_units = [_coord_unit(obj, d, datetime_unit) for d in per]
     attrs.pop("units", None)
-    if units is not None and coord_units and all(coord_units):
+    if units is not None and coord_units and all(coord_units) and not given_spacing:
         den = " ".join(f"{u}" if n == 1 else f"{u}^{n}" for u, n in zip(coord_units, per.values()))
         attrs["units"] = f"{units} / ({den})" if " " in den else f"{units} / {den}"
     out.attrs = attrs
     return out
 
 
-def laplace(obj, dims=None, accuracy=2, spacing=None, mode="nearest"):
-    """Laplacian over ``dims`` (default: all), spacings from the coordinates unless given."""
+def laplace(obj, dims=None, accuracy=2, spacing=None, mode="nearest", datetime_unit=None):
+    """Laplacian over ``dims`` (default: all), spacings from the coordinates unless given.
+    ``spacing`` and ``mode``: one value, a list with one per entry of ``dims``, or
+    {dim: value}; dims with their own modes (a periodic longitude, a bounded latitude) run
+    as a sum of second derivatives."""
+    if isinstance(dims, str):
+        raise TypeError(f"dims must be a list of dimension names, got the string {dims!r}: write "
+                        f"dims=[{dims!r}]")
     dims = list(obj.dims if dims is None else dims)
     for d in dims:
         _axis(obj, d, "dims entry")
-    if set(dims) != set(obj.dims):
-        out = sum(derivative(obj, d, 2, accuracy, None if spacing is None else spacing, mode) for d in dims)
-        return _laplace_units(out, obj, dims)
-    hs = spacing if spacing is not None else [_spacing(obj, d, accuracy, 2) for d in dims]
-    if np.ndim(hs) and dims != list(obj.dims):
-        hs = [hs[dims.index(d)] for d in obj.dims]
-    return _laplace_units(stencils.laplace(obj, accuracy, hs, mode), obj, dims)
+    hs = _per_dim_list(spacing, dims, "spacing")
+    modes = _per_dim_list(mode, dims, "mode")
+    hs = [_spacing(obj, d, accuracy, 2, datetime_unit) if h is None else h for d, h in zip(dims, hs)]
+    if any(h is None for h in hs):
+        bad = [d for d, h in zip(dims, hs) if h is None]
+        raise ValueError(f"coordinate {bad[0]!r} is non-uniform: laplace needs uniform spacing")
+    if set(dims) == set(obj.dims) and len(set(modes)) == 1:  # one N-D star pass
+        ordered = [hs[dims.index(d)] for d in obj.dims]
+        out = stencils.laplace(obj, accuracy, ordered, modes[0])
+    else:
+        out = sum(stencils.derivative(obj, _axis(obj, d), 2, accuracy, h, m) for d, h, m in zip(dims, hs, modes))
+        out.attrs = dict(obj.attrs)
+    return _laplace_units(out, obj, dims, datetime_unit, spacing is not None)
 
 
-def _laplace_units(out, obj, dims):
+def _per_dim_list(value, dims: list, name: str) -> list:
+    """One value per entry of ``dims`` from one value, a list of that length, or {dim: value}
+    (None stays None: from the coordinate)."""
+    if isinstance(value, dict):
+        unknown = [k for k in value if k not in dims]
+        if unknown:
+            raise ValueError(f"{name} has an entry for {unknown[0]!r}, which is not in dims {dims}")
+        return [value.get(d) for d in dims]
+    if isinstance(value, (list, tuple)):
+        if len(value) != len(dims):
+            raise ValueError(f"{name} needs one value per entry of dims {dims}, got {value!r}")
+        return list(value)
+    return [value] * len(dims)
+
+
+def _laplace_units(out, obj, dims, datetime_unit=None, given_spacing=False):
     """units / u^2 when every dim's coordinate has the one unit u; else no units."""
-    units = {obj[d].attrs.get("units") if d in obj.coords else None for d in dims}
+    units = {_coord_unit(obj, d, datetime_unit) for d in dims}
     if len(units) == 1 and None not in units:
-        return _with_units(out, obj, {dims[0]: 2})
+        return _with_units(out, obj, {dims[0]: 2}, datetime_unit, given_spacing)
     out.attrs = {k: v for k, v in out.attrs.items() if k != "units"}
     return out
 
@@ -206,12 +290,21 @@ def scan(obj, dim, op="add", exclusive=False, dtype=None):
     return scans.scan(obj, op, _axis(obj, dim), exclusive, dtype)
 
 
-def cumsum(obj, dim, dtype=None):
-    return scan(obj, dim, "add", dtype=dtype)
+def cumsum(obj, dim, dtype=None, skipna=None):
+    """Cumulative sum along ``dim``; ``skipna`` (default: for float data) as
+    DataArray.cumsum: NaN adds nothing (a NaN position holds the running sum)."""
+    return scan(_skipna(obj, skipna, 0), dim, "add", dtype=dtype)
 
 
-def cumprod(obj, dim, dtype=None):
-    return scan(obj, dim, "mul", dtype=dtype)
+def cumprod(obj, dim, dtype=None, skipna=None):
+    """Cumulative product along ``dim``; ``skipna`` as DataArray.cumprod (NaN multiplies by 1)."""
+    return scan(_skipna(obj, skipna, 1), dim, "mul", dtype=dtype)
+
+
+def _skipna(obj, skipna, neutral):
+    if skipna is None:
+        skipna = obj.dtype.kind in "fc"
+    return obj.fillna(neutral) if skipna and obj.dtype.kind in "fc" else obj
 
 
 def cummin(obj, dim):

@@ -1,19 +1,28 @@
 """Rank filters with scipy.ndimage semantics: minimum/maximum (separable over a box: one 1-D
 pass per axis), median, any rank and percentile over a footprint, on kernels/rank.cu for cupy
-blocks. NaN ordering is unspecified, as in scipy."""
+blocks.
+
+NaN: scipy leaves the order of NaN unspecified, and its result then depends on where its scan
+starts, so on the chunking. distconv's rule, the same on every backend and chunking, is
+numpy's: a window holding a NaN gives NaN (np.min, np.median); ``nan_policy="omit"`` ignores
+NaN (np.nanmin, np.nanmedian, np.nanpercentile), NaN only where a window holds nothing else.
+Windows without NaN give scipy's numbers."""
 
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 
 from .. import backends
 from ..core import checks
+from ..core.arrays import array_module
+from ..core.tile import Tile
 from ..core.modes import canonical_mode, canonical_modes, one_mode
 from ..core.stencil import mask_depth, reach
-from .filters import _filter, _Then, deliver, expand_mask, output_dtype
+from .filters import _filter, _Then, deliver, expand_mask, nan_policy_of, output_dtype
 
 _KINDS = checks.SUPPORTED_KINDS  # no complex: an order is needed
 
@@ -36,14 +45,16 @@ def _footprint(x, size, footprint, axes):
     return sizes, None
 
 
-def _extremum(x, size, footprint, mode, cval, origin, axes, output, minimum: bool, name, allow_rechunk):
+def _extremum(x, size, footprint, mode, cval, origin, axes, output, minimum: bool, name, allow_rechunk,
+              nan_policy="propagate"):
     x = checks.nonzero_ndim(checks.as_array(x, kinds=_KINDS))
     dt = output_dtype(output, x)
     sizes, fp = _footprint(x, size, footprint, axes)
     cval = checks.real(cval, "cval")
+    nan_policy = nan_policy_of(nan_policy)
     if fp is not None:
-        rank = 0 if minimum else int(fp.sum()) - 1
-        return _ranked(x, fp, rank, mode, cval, origin, axes, output, dt, name, allow_rechunk)
+        pick = Pick("min" if minimum else "max")
+        return _ranked(x, fp, pick, mode, cval, origin, axes, output, dt, name, allow_rechunk, nan_policy)
     ax = checks.axes_in_order(axes, x.ndim)
     if len(sizes) != len(ax):
         raise checks.FilterArgumentError(f"footprint must have {len(ax)} dimensions (one per "
@@ -58,6 +69,11 @@ def _extremum(x, size, footprint, mode, cval, origin, axes, output, minimum: boo
     for a, k, o in passes:
         depth[a] = reach(k, o)
     func = partial(backends.extremum_passes, passes=passes, minimum=minimum, mode=full, cval=cval)
+    if np.dtype(x.dtype).kind == "f":
+        windows = [partial(backends.extremum_passes, passes=passes, minimum=m, mode=full,
+                           cval=float(np.isnan(cval))) for m in (False, True)]
+        func = NanRule(func, *windows, nan_policy, np.inf if minimum else -np.inf,
+                       "constant" in full and bool(np.isnan(cval)))
     return _run(x, func, tuple(depth), one_mode(full), name, allow_rechunk, dt, output)
 
 
@@ -75,25 +91,96 @@ class _AsType:
         return block.astype(self.dtype)
 
 
-def _ranked(x, fp, rank, mode, cval, origin, axes, output, dt, name, allow_rechunk):
+def _ranked(x, fp, pick, mode, cval, origin, axes, output, dt, name, allow_rechunk, nan_policy):
     mode = canonical_mode(mode)  # one mode: a footprint is not separable (scipy's rule)
     fp, org = expand_mask(x, fp, origin, axes, "footprint")
     n = int(fp.sum())
+    rank = pick(n)
     if not -n <= rank < n:
         raise checks.FilterArgumentError(f"rank {rank} is outside a footprint of {n} elements")
     rank %= n
     depth = mask_depth(fp.shape, org)
     func = partial(backends.rank, footprint=fp, rank=rank, mode=mode, cval=cval, origin=org)
+    if np.dtype(x.dtype).kind == "f":
+        windows = [partial(backends.rank, footprint=fp, rank=r, mode=mode, cval=float(np.isnan(cval)),
+                           origin=org) for r in (n - 1, 0)]
+        extreme = {"min": np.inf, "max": -np.inf}.get(pick.kind)
+        omit = None if extreme is not None else partial(backends.rank_omit, footprint=fp, pick=pick, mode=mode,
+                                                        cval=cval, origin=org)
+        func = NanRule(func, *windows, nan_policy, extreme, mode == "constant" and bool(np.isnan(cval)), omit)
     return _run(x, func, depth, mode, name, allow_rechunk, dt, output)
 
 
-def _rank_filter(x, size, footprint, mode, cval, origin, axes, output, pick, name, allow_rechunk):
+@dataclass(frozen=True)
+class Pick:
+    """Which value of a window a rank filter picks: ``kind`` min, max, median, percentile
+    (``value`` in 0..100) or rank (``value``: from the bottom, negative from the top).
+    ``pick(n)``: the rank among n values; ``index(m)``: the same among m non-NaN values
+    (an array), for nan_policy='omit'."""
+
+    kind: str
+    value: float = 0
+
+    def __call__(self, n: int) -> int:
+        if self.kind == "min":
+            return 0
+        if self.kind == "max":
+            return n - 1
+        if self.kind == "median":
+            return n // 2
+        if self.kind == "percentile":
+            return n - 1 if self.value == 100.0 else int(float(n) * self.value / 100.0)
+        return int(self.value)
+
+    def index(self, m):
+        if self.kind == "percentile" and self.value != 100.0:
+            return (m * self.value / 100.0).astype(m.dtype)
+        if self.kind == "rank":
+            return m + int(self.value) if self.value < 0 else m * 0 + int(self.value)
+        return m * 0 + self(m)
+
+
+@dataclass(frozen=True)
+class NanRule:
+    """A rank filter's ``func`` (a backend call on a tile) under the NaN rule: with
+    ``policy`` propagate, NaN wherever the window holds one (``any_window``: the window's max,
+    run on the 0/1 NaN indicator); with omit, NaN ignored: min/max see NaN as ``extreme``
+    (+inf for a min) and give NaN only where the window is all NaN (``all_window``: its min
+    over the indicator); other ranks run ``omit``. Tiles without NaN run ``func`` alone.
+    ``edge_nan``: a constant mode whose cval is NaN (every window over the edge holds one)."""
+
+    func: object
+    any_window: object
+    all_window: object
+    policy: str
+    extreme: float | None
+    edge_nan: bool
+    omit: object = None
+
+    def __call__(self, tile):
+        tile = Tile.of(tile)
+        xp = array_module(tile.centre)
+        nan = tile.map(xp.isnan)
+        if not self.edge_nan and not any(bool(nan.piece(d).any()) for d in nan.directions()):
+            return self.func(tile)
+        flags = nan.map(lambda a: a.astype(np.float32))
+        if self.policy == "propagate":
+            return xp.where(self.any_window(flags) > 0, xp.nan, self.func(tile))
+        if self.extreme is None:
+            return self.omit(tile)
+        filled = tile.map(lambda a: xp.where(xp.isnan(a), a.dtype.type(self.extreme), a))
+        return xp.where(self.all_window(flags) > 0, xp.nan, self.func(filled))
+
+
+def _rank_filter(x, size, footprint, mode, cval, origin, axes, output, pick, name, allow_rechunk,
+                 nan_policy="propagate"):
     """``pick(n)`` -> the rank in a footprint of n elements; min/max ranks take the separable
     path where the footprint is a box, as scipy's do."""
     x = checks.nonzero_ndim(checks.as_array(x, kinds=_KINDS))
     dt = output_dtype(output, x)
     sizes, fp = _footprint(x, size, footprint, axes)
     cval = checks.real(cval, "cval")
+    nan_policy = nan_policy_of(nan_policy)
     box = fp is None
     if box:
         fp = np.ones(sizes, dtype=bool)
@@ -102,71 +189,67 @@ def _rank_filter(x, size, footprint, mode, cval, origin, axes, output, pick, nam
     if not -n <= rank < n:
         raise checks.FilterArgumentError(f"rank {rank} is outside a footprint of {n} elements")
     rank %= n
-    if box and rank in (0, n - 1):
+    if box and rank in (0, n - 1) and (nan_policy == "propagate" or pick.kind in ("min", "max")):
         return _extremum(x, fp.shape, None, mode, cval, origin, axes, output, rank == 0, name,
-                         allow_rechunk)
-    return _ranked(x, fp, rank, mode, cval, origin, axes, output, dt, name, allow_rechunk)
+                         allow_rechunk, nan_policy)
+    return _ranked(x, fp, pick, mode, cval, origin, axes, output, dt, name, allow_rechunk, nan_policy)
 
 
 def minimum_filter(x, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, *,
-                   axes=None, output=None, allow_rechunk=True):
+                   axes=None, output=None, nan_policy="propagate", allow_rechunk=True):
     """Minimum over a box (``size``: separable, ``mode`` one or per axis) or a ``footprint``
-    (scipy.ndimage.minimum_filter semantics)."""
+    (scipy.ndimage.minimum_filter semantics; NaN: the module's rule, ``nan_policy``)."""
     return _extremum(x, size, footprint, mode, cval, origin, axes, output, True,
-                     "distconv-minimum", allow_rechunk)
+                     "distconv-minimum", allow_rechunk, nan_policy)
 
 
 def maximum_filter(x, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, *,
-                   axes=None, output=None, allow_rechunk=True):
+                   axes=None, output=None, nan_policy="propagate", allow_rechunk=True):
     """Maximum over a box or a footprint (scipy.ndimage.maximum_filter semantics)."""
     return _extremum(x, size, footprint, mode, cval, origin, axes, output, False,
-                     "distconv-maximum", allow_rechunk)
+                     "distconv-maximum", allow_rechunk, nan_policy)
 
 
 def minimum_filter1d(x, size, axis=-1, mode="reflect", cval=0.0, origin=0, *, output=None,
-                     allow_rechunk=True):
+                     nan_policy="propagate", allow_rechunk=True):
     """Minimum over ``size`` elements along ``axis`` (scipy.ndimage.minimum_filter1d)."""
     canonical_mode(mode)
     return minimum_filter(x, operator.index(size), None, mode, cval, origin, axes=[axis],
-                          output=output, allow_rechunk=allow_rechunk)
+                          output=output, nan_policy=nan_policy, allow_rechunk=allow_rechunk)
 
 
 def maximum_filter1d(x, size, axis=-1, mode="reflect", cval=0.0, origin=0, *, output=None,
-                     allow_rechunk=True):
+                     nan_policy="propagate", allow_rechunk=True):
     """Maximum over ``size`` elements along ``axis`` (scipy.ndimage.maximum_filter1d)."""
     canonical_mode(mode)
     return maximum_filter(x, operator.index(size), None, mode, cval, origin, axes=[axis],
-                          output=output, allow_rechunk=allow_rechunk)
+                          output=output, nan_policy=nan_policy, allow_rechunk=allow_rechunk)
 
 
 def rank_filter(x, rank, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, *,
-                axes=None, output=None, allow_rechunk=True):
+                axes=None, output=None, nan_policy="propagate", allow_rechunk=True):
     """The ``rank``-th smallest value (negative: from the top) over a box or footprint
-    (scipy.ndimage.rank_filter semantics)."""
-    r = operator.index(rank)
-    return _rank_filter(x, size, footprint, mode, cval, origin, axes, output, lambda n: r,
-                        "distconv-rank", allow_rechunk)
+    (scipy.ndimage.rank_filter semantics; with nan_policy='omit' the rank counts among the
+    window's non-NaN values)."""
+    return _rank_filter(x, size, footprint, mode, cval, origin, axes, output,
+                        Pick("rank", operator.index(rank)), "distconv-rank", allow_rechunk, nan_policy)
 
 
 def median_filter(x, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, *,
-                  axes=None, output=None, allow_rechunk=True):
+                  axes=None, output=None, nan_policy="propagate", allow_rechunk=True):
     """Median over a box or footprint (scipy.ndimage.median_filter semantics: the upper median
     of an even count)."""
-    return _rank_filter(x, size, footprint, mode, cval, origin, axes, output, lambda n: n // 2,
-                        "distconv-median", allow_rechunk)
+    return _rank_filter(x, size, footprint, mode, cval, origin, axes, output, Pick("median"),
+                        "distconv-median", allow_rechunk, nan_policy)
 
 
 def percentile_filter(x, percentile, size=None, footprint=None, mode="reflect", cval=0.0,
-                      origin=0, *, axes=None, output=None, allow_rechunk=True):
+                      origin=0, *, axes=None, output=None, nan_policy="propagate", allow_rechunk=True):
     """The ``percentile`` (-100..100) over a box or footprint (scipy's percentile_filter)."""
     p = checks.real(percentile, "percentile")
     if p < 0:
         p += 100.0
     if not 0 <= p <= 100:
         raise checks.FilterArgumentError(f"percentile must be within [-100, 100], got {percentile!r}")
-
-    def pick(n):
-        return n - 1 if p == 100.0 else int(float(n) * p / 100.0)
-
-    return _rank_filter(x, size, footprint, mode, cval, origin, axes, output, pick,
-                        "distconv-percentile", allow_rechunk)
+    return _rank_filter(x, size, footprint, mode, cval, origin, axes, output, Pick("percentile", p),
+                        "distconv-percentile", allow_rechunk, nan_policy)

@@ -15,7 +15,7 @@ from ..core import checks
 from ..core.arrays import array_module
 from ..core.modes import canonical_mode, canonical_modes, mode_of
 from ..core.stencil import Stencil, chain, reach
-from .filters import _filter, linear, passes_filter
+from .filters import _filter, linear, nan_policy_of, normalized, passes_filter
 
 
 def gaussian_kernel1d(sigma: float, order: int, radius: int) -> np.ndarray:
@@ -66,17 +66,24 @@ def gaussian(x, sigma, order, mode, cval, truncate, radius, axes, allow_rechunk,
 
 
 def gaussian_filter(x, sigma, order=0, mode="reflect", cval=0.0, truncate=4.0, *, radius=None,
-                    axes=None, output=None, allow_rechunk=True):
+                    axes=None, output=None, nan_policy="propagate", allow_rechunk=True):
     """Separable Gaussian filter (scipy.ndimage.gaussian_filter semantics), one pass per axis.
-    ``sigma``, ``order``, ``mode``, ``radius``: one value, or one per axis (of ``axes``)."""
+    ``sigma``, ``order``, ``mode``, ``radius``: one value, or one per axis (of ``axes``).
+    ``nan_policy="omit"``: the Gaussian-weighted mean of the non-NaN values (filters.normalized)."""
+    if _omit(nan_policy, order, output):
+        return normalized(x, lambda d, c: gaussian_filter(d, sigma, order, mode, c, truncate, radius=radius,
+                                                          axes=axes, allow_rechunk=allow_rechunk), mode, cval)
     return linear(x, None, cval, output, lambda d, _w, c, dt: gaussian(
         d, sigma, order, mode, c, truncate, radius, axes, allow_rechunk, dt))
 
 
 def gaussian_filter1d(x, sigma, axis=-1, order=0, mode="reflect", cval=0.0, truncate=4.0, *,
-                      radius=None, output=None, allow_rechunk=True):
+                      radius=None, output=None, nan_policy="propagate", allow_rechunk=True):
     """1-D Gaussian filter along ``axis`` (scipy.ndimage.gaussian_filter1d semantics)."""
     canonical_mode(mode)  # one mode, as scipy's 1-D filters take
+    if _omit(nan_policy, order, output):
+        return normalized(x, lambda d, c: gaussian_filter1d(d, sigma, axis, order, mode, c, truncate, radius=radius,
+                                                            allow_rechunk=allow_rechunk), mode, cval)
     x = checks.as_array(x, kinds=checks.SUPPORTED_KINDS + "c")
     ax = checks.axis(axis, max(x.ndim, 1))
     return linear(x, None, cval, output, lambda d, _w, c, dt: gaussian(
@@ -115,6 +122,18 @@ def uniform(x, size, mode, cval, origin, axes, allow_rechunk, dtype, name="distc
     return _filter(x, st.func, st.depth, st.mode, name, allow_rechunk, dtype)
 
 
+def _omit(nan_policy, order, output) -> bool:
+    """Is NaN to be omitted (checked: a smoothing filter, its result in the input's dtype)?"""
+    if nan_policy_of(nan_policy) == "propagate":
+        return False
+    if np.any(np.asarray(order) != 0):
+        raise ValueError(f"nan_policy='omit' takes a mean of the non-NaN values: it needs order=0, "
+                         f"got order={order!r}")
+    if output is not None:
+        raise ValueError("nan_policy='omit' does not take output=: cast the result instead")
+    return True
+
+
 class _Mean:
     """A block's exact box sums divided by the box size and cast as scipy's C code casts
     (truncate, then wrap into the integer type); picklable."""
@@ -129,17 +148,24 @@ class _Mean:
 
 
 def uniform_filter(x, size=3, mode="reflect", cval=0.0, origin=0, *, axes=None, output=None,
-                   allow_rechunk=True):
+                   nan_policy="propagate", allow_rechunk=True):
     """Uniform (box-mean) filter (scipy.ndimage.uniform_filter semantics), one pass per axis.
-    ``size``, ``mode``, ``origin``: one value, or one per axis (of ``axes``)."""
+    ``size``, ``mode``, ``origin``: one value, or one per axis (of ``axes``).
+    ``nan_policy="omit"``: the mean of each box's non-NaN values."""
+    if _omit(nan_policy, 0, output):
+        return normalized(x, lambda d, c: uniform_filter(d, size, mode, c, origin, axes=axes,
+                                                         allow_rechunk=allow_rechunk), mode, cval)
     return linear(x, None, cval, output, lambda d, _w, c, dt: uniform(
         d, size, mode, c, origin, axes, allow_rechunk, dt))
 
 
 def uniform_filter1d(x, size, axis=-1, mode="reflect", cval=0.0, origin=0, *, output=None,
-                     allow_rechunk=True):
+                     nan_policy="propagate", allow_rechunk=True):
     """1-D uniform filter along ``axis`` (scipy.ndimage.uniform_filter1d semantics)."""
     canonical_mode(mode)
+    if _omit(nan_policy, 0, output):
+        return normalized(x, lambda d, c: uniform_filter1d(d, size, axis, mode, c, origin,
+                                                           allow_rechunk=allow_rechunk), mode, cval)
     x = checks.as_array(x, kinds=checks.SUPPORTED_KINDS + "c")
     ax = checks.axis(axis, max(x.ndim, 1))
     return linear(x, None, cval, output, lambda d, _w, c, dt: uniform(

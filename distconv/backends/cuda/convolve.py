@@ -27,9 +27,41 @@ def compute_dtype(dtype, out=None) -> np.dtype:
 @guard_memory
 def correlate(block, weights: np.ndarray, mode: str, cval: float, origin: tuple, dtype=None, out=None):
     """scipy.ndimage.correlate of the centre of ``block`` (a cupy array or a Tile of them);
-    ``dtype``: of the result (default the block's); ``out``: an array to fill and return."""
-
+    ``dtype``: of the result (default the block's); ``out``: an array to fill and return.
+    scipy's N-D correlate skips zero taps, so a NaN or inf under one changes nothing; the
+    kernels multiply every tap, so where a mask has zero taps and the tile holds non-finite
+    values, cupyx's correlate (which skips them too) runs instead."""
     tile = Tile.of(block)
+    if not np.all(weights) and not finite(tile):
+        return _correlate_skipping_zeros(tile, weights, mode, cval, origin, dtype, out)
+    return _correlate(tile, weights, mode, cval, origin, dtype, out)
+
+
+def finite(tile: Tile) -> bool:
+    """Are all values of the tile (centre and halo pieces) finite? Integers always are."""
+    import cupy
+
+    if tile.centre.dtype.kind not in "fc":
+        return True
+    parts = [tile.whole] if tile.whole is not None else [tile.piece(d) for d in tile.directions()]
+    return all(bool(cupy.isfinite(p).all()) for p in parts)
+
+
+def _correlate_skipping_zeros(tile: Tile, weights, mode, cval, origin, dtype, out):
+    import cupyx.scipy.ndimage as cndi
+
+    dtype = np.dtype(tile.centre.dtype if dtype is None else dtype)
+    T = compute_dtype(tile.centre.dtype, dtype)
+    ext = tile.assemble().astype(T, copy=False)
+    import cupy
+
+    w = cupy.asarray(np.asarray(weights, dtype=T))
+    res = cndi.correlate(ext, w, mode=mode, cval=cval, origin=list(origin))
+    return into(out, _to_dtype(res[tile.interior()], dtype))
+
+
+def _correlate(tile: Tile, weights: np.ndarray, mode: str, cval: float, origin: tuple, dtype=None, out=None):
+    """The kernels' correlate (every tap multiplied: the separable passes' NaN rule)."""
     dtype = np.dtype(tile.centre.dtype if dtype is None else dtype)
     T = compute_dtype(tile.centre.dtype, dtype)
     tile = as_dtype(tile, T)
@@ -72,8 +104,8 @@ def correlate_passes(block, passes: list, mode, cval: float, dtype=None, out=Non
     cur = as_dtype(tile, T)
     short = _short_pair(cur, passes, mode) if dtype == T == np.float32 else None
     if short is not None:
-        weights, mode2d, origin = short
-        return correlate(cur, weights, mode2d, cval, origin, dtype=dtype, out=out)
+        weights, mode2d, origin = short  # an outer product of passes: zero taps count, as in 1-D
+        return _correlate(cur, weights, mode2d, cval, origin, dtype=dtype, out=out)
     fused = _separable2d(cur, passes, mode, cval, out) if dtype == T else None
     if fused is not None:
         return into(out, fused)
@@ -181,6 +213,8 @@ def correlate_pair(block, passes: list, mode, cval: float, weights: np.ndarray, 
     give (and the counts kernel after them); anything else runs the steps."""
     tile = Tile.of(block)
     plan = _pair_plan(tile, passes, mode, weights, mode2, origin2, dtype, bins)
+    if plan is not None and not np.all(weights) and not finite(tile):
+        plan = None  # the fused kernel multiplies the second mask's zero taps (see correlate)
     if plan is None:
         return run_pair(tile, (correlate_passes, correlate, counting.counts), passes, mode, cval, weights, mode2,
                         cval2, origin2, dtype, bins, out)

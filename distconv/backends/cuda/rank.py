@@ -8,6 +8,8 @@ import numpy as np
 
 from ...core.modes import MODES, mode_of
 from ...core.tile import Tile
+from ..windows import rank_omit  # noqa: F401 - nan_policy='omit' of median/rank/percentile:
+#   a sort of each window's values on the device (no kernel of ours yet)
 from . import guard_memory, loader
 from .tile import as_dtype, axis_groups, dc_tile, group_sizes
 from .types import ctype, scalar

@@ -8,6 +8,7 @@ import scipy.ndimage as ndi
 
 from ...core.modes import mode_of
 from ...core.tile import Tile
+from ..windows import rank_omit  # noqa: F401 - nan_policy='omit', written once for both backends
 
 
 def rank(block, footprint: np.ndarray, rank: int, mode: str, cval: float, origin: tuple):
@@ -28,3 +29,4 @@ def extremum_passes(block, passes: list, minimum: bool, mode, cval: float):
         ext = f(ext, size, axis=axis, mode=mode_of(mode, axis), cval=cval, origin=origin)
     out = ext[tile.interior()]
     return out if passes else out.copy()
+

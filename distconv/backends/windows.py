@@ -1,0 +1,48 @@
+"""Per-block functions written once for numpy and cupy blocks alike (array_module picks the
+module): what no kernel of ours does yet, run with the array library's own sort and indexing.
+Both backends export them (backends/numpy/rank.py and backends/cuda/rank.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.arrays import array_module
+from ..core.stencil import mask_depth
+from ..core.tile import Tile
+
+
+# scipy.ndimage's boundary modes as numpy.pad (and cupy.pad) names them
+PAD_MODES = {"reflect": "symmetric", "mirror": "reflect", "nearest": "edge", "wrap": "wrap",
+             "constant": "constant"}
+OMIT_SLAB_VALUES = 2**25  # window values sorted at once (memory: 8 bytes each, twice)
+
+
+def rank_omit(block, footprint: np.ndarray, pick, mode: str, cval: float, origin: tuple):
+    """A rank filter ignoring NaN (nan_policy='omit'): at each output the ``pick.index(m)``-th
+    smallest of the m non-NaN values under ``footprint`` (NaN where there is none such), as
+    numpy's nan-functions pick. Written once for numpy and cupy blocks (array_module): the
+    windows of a slab of rows are sorted (NaN last) and indexed."""
+    tile = Tile.of(block)
+    xp = array_module(tile.centre)
+    ext = tile.assemble()
+    need = mask_depth(footprint.shape, origin)
+    cut = tuple(slice(max(0, h - n), ext.shape[a] - max(0, g - m))
+                for a, ((n, m), (h, g)) in enumerate(zip(need, tile.halo)))
+    pads = [(max(0, n - h), max(0, m - g)) for (n, m), (h, g) in zip(need, tile.halo)]
+    extra = {"constant_values": cval} if mode == "constant" else {}
+    ext = xp.pad(ext[cut], pads, mode=PAD_MODES[mode], **extra)
+    windows = xp.lib.stride_tricks.sliding_window_view(ext, footprint.shape)
+    taps = xp.asarray(np.flatnonzero(footprint))  # the footprint's places in a flat window
+    out = xp.empty(tile.centre.shape, dtype=tile.centre.dtype)
+    row = int(np.prod(tile.centre.shape[1:])) * footprint.size
+    step = max(1, OMIT_SLAB_VALUES // max(row, 1))
+    for r in range(0, out.shape[0], step):
+        slab = windows[r:r + step]
+        flat = slab.reshape(slab.shape[:tile.ndim] + (footprint.size,))  # a copy: the values
+        vals = xp.sort(flat[..., taps], axis=-1)
+        m = (~xp.isnan(vals)).sum(axis=-1)
+        idx = pick.index(m)
+        ok = (idx >= 0) & (idx < m)
+        got = xp.take_along_axis(vals, xp.clip(idx, 0, vals.shape[-1] - 1)[..., None], axis=-1)[..., 0]
+        out[r:r + step] = xp.where(ok, got, xp.nan)
+    return out
