@@ -11,7 +11,7 @@ import functools
 
 import xarray as xr
 
-from .ops import named
+from .ops import named, stores
 from .ops.registry import OPS
 
 
@@ -44,6 +44,13 @@ def _dataset_method(func):
 
     return method
 
+
+def _to_zarr(self, path, *, overwrite=False, client=None):
+    """Write to a new Zarr store through distconv's engine (ops/stores.py: dc.to_zarr)."""
+    return stores.to_zarr(self._obj, path, overwrite=overwrite, client=client)
+
+
+DataArrayAccessor.to_zarr = DatasetAccessor.to_zarr = _to_zarr
 
 for _op in OPS.values():
     if _op.named is not None:

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..graph import shards, storage, storage_job
-from ..graph.shards import Layout, inner_shape
-from ..ops.filters import fused_chain, stencil_of
+from ..graph import storage_job
+from ..ops.filters import chain_name, fused_chain, stencil_of
 from ..ops.histograms import planned_edges
 from ..ops.registry import OPS
 from .spec import Workflow
@@ -59,20 +58,12 @@ def plan(wf: Workflow, gpu: bool, ndim: int, dtype, shape, storage_chunks, src_m
     if _periodic(stencils):
         return None
     # task names read as the steps on the dashboard and in the summary: distconv-gaussian-laplace
-    st = fused_chain(stencils, "distconv-" + "-".join(s.name.removeprefix("distconv-") for s in stencils))
-    # the output holds the chain's result, whose dtype a step's ``output:`` may change
-    out_dtype = st.result_dtype(dtype)
-    itemsize = out_dtype.itemsize
-    shard = tuple(wf.outputs.get("chunks") or storage_job.shard_shape(storage_chunks, shape, itemsize))
-    layout = Layout(tuple(shape), shard, inner_shape(shard, itemsize), out_dtype.str)
-    target = storage.GPU_CHUNK_BYTES if gpu else storage.CPU_CHUNK_BYTES
-    row_bytes = max(itemsize, np.dtype(dtype).itemsize) * int(np.prod(shape[1:]))
-    rows = storage_job.plan_rows(shape[0], shard[0], row_bytes, target, st.depth[0])
-    edges, kernel_edges, uniform = None, None, True
+    st = fused_chain(stencils, chain_name(stencils))
+    edges, bins = None, (None, True)
     hist = wf.outputs.get("histogram")
     if hist:
-        edges, kernel_edges, uniform = planned_edges(out_dtype, hist.get("bins", 256), hist.get("range"))
-    src_layout = shards.layout_of(src_meta, shape, dtype) if src_meta else None
-    job = storage_job.Job(str(Path(wf.input["path"])), wf.outputs["path"], st, layout, rows,
-                          kernel_edges, uniform, gpu, src_layout, in_dtype=np.dtype(dtype).str)
+        edges, kernel_edges, uniform = planned_edges(st.result_dtype(dtype), hist.get("bins", 256), hist.get("range"))
+        bins = (kernel_edges, uniform)
+    job = storage_job.plan(str(Path(wf.input["path"])), wf.outputs["path"], st, shape, dtype, storage_chunks,
+                           gpu, src_meta, wf.outputs.get("chunks"), bins)
     return job, edges

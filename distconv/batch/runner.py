@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from ..graph import ownership, storage, storage_job
-from ..graph.location import Location, basename
+from ..graph.location import Location, join
 from . import direct, identity
 from .inputs import cut_result, dataset_attrs, ensure_input, open_input
 from .outputs import histogram_output, jsonable, write_histogram
@@ -79,7 +79,8 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
         resume = ownership.claim(str(out_path), overwrite, resume, job=job)
         overwrite, job = False, None
         ownership.record_entries(str(out_path), [storage.dataset_array_name(arr), *map(str, arr.coords)])
-        array_path = storage.write_dataset_frame(str(out_path), arr, {**jsonable(dataset_attrs(wf)), **attrs})
+        storage.write_dataset_frame(str(out_path), arr, {**jsonable(dataset_attrs(wf)), **attrs})
+        array_path = join(str(out_path), storage.dataset_array_name(arr))
         attrs, dims = {k: jsonable(v) for k, v in arr.attrs.items()}, list(map(str, arr.dims))
     writes = storage.store(data, array_path, storage_chunks=storage_chunks,
                            codec=wf.outputs.get("codec", "zstd"), overwrite=overwrite and not resume,

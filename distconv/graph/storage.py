@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import dask.array as da
 import numpy as np
@@ -28,6 +29,50 @@ def open_array(path: str) -> da.Array:
     # a sharded array's dask chunks are its shards: its inner chunks (~1 MiB in distconv's
     # outputs) made a 16 GiB input ~16k dask chunks, and checking a workflow on them took ~1.3 s
     return da.from_zarr(node, chunks=getattr(node, "shards", None) or node.chunks)
+
+
+# xarray's lazy wrappers that hand the Zarr array's values through unchanged (any other, a CF
+# decoding say, changes them: such a variable is not a plain read of its array)
+_PASS_THROUGH = {"ImplicitToExplicitIndexingAdapter", "CopyOnWriteArray", "MemoryCachedArray",
+                 "LazilyIndexedArray", "ZarrArrayWrapper"}
+
+
+def zarr_source(arr: da.Array):
+    """(the zarr.Array ``arr`` reads whole and unchanged, None), or (None, why not): ``arr``
+    must be ``da.from_zarr``'s array or an ``xr.open_zarr`` variable's, not sliced or cast."""
+    import zarr
+
+    graph = arr.__dask_graph__()
+    layers = getattr(graph, "layers", {})
+    if len(layers) != 2:
+        return None, "the input is not a Zarr array read whole (sliced, rechunked or computed first)"
+    found = [v for v in dict(graph).values() if type(v).__name__ not in ("Task", "Alias", "tuple")]
+    if len(found) != 1:
+        return None, "the input is not one Zarr array read whole"
+    obj = found[0]
+    while not isinstance(obj, zarr.Array):
+        name = type(obj).__name__
+        if name not in _PASS_THROUGH:
+            return None, f"the input's values pass through {name} (decoded or indexed), not read as stored"
+        if name == "LazilyIndexedArray" and any(k != slice(None) for k in obj.key.tuple):
+            return None, "the input is indexed"
+        obj = getattr(obj, "array", None) if hasattr(obj, "array") else getattr(obj, "_array", None)
+        if obj is None:
+            return None, f"the input's {name} holds no Zarr array"
+    if tuple(obj.shape) != tuple(arr.shape) or np.dtype(obj.dtype) != np.dtype(arr.dtype):
+        return None, "the input is not the Zarr array read whole"
+    return obj, None
+
+
+def local_path(z) -> str | None:
+    """The local folder of the zarr.Array ``z``, or None when it lives elsewhere."""
+    store = z.store
+    root = getattr(store, "root", None)  # LocalStore
+    if root is None and getattr(getattr(store, "fs", None), "protocol", None) in ("file", ("file", "local")):
+        root = store.path  # FsspecStore over the local file system (da.from_zarr of a path)
+    if root is None:
+        return None
+    return str(Path(str(root), z.path)) if z.path else str(root)
 
 
 def compute_chunks(arr: da.Array, target_bytes: int = CPU_CHUNK_BYTES) -> da.Array:
@@ -154,20 +199,24 @@ def dataset_array_name(result) -> str:
     return str(result.name or "data")
 
 
-def write_dataset_frame(path: str, result, attrs: dict) -> str:
+def write_dataset_frame(path: str, result, attrs: dict):
     """Make ``path`` (already claimed) a Zarr group that xarray opens: the result's coordinates
-    as small arrays with dimension names and attributes, the group's attributes; returns the
-    path where the data variable goes (``path/<name>``). Consolidated metadata is written by
-    ``consolidate`` once the variable is there."""
+    written by xarray (so times and calendars keep their CF encoding), the group's attributes
+    (the data variables go to ``path/<name>``). Consolidated metadata is written by
+    ``consolidate`` once the variables are there."""
+    import warnings
+
     import zarr
 
-    group = zarr.open_group(str(path), mode="a", attributes=attrs)
-    for name, coord in result.coords.items():
-        values = np.asarray(coord.values)
-        z = group.create_array(str(name), shape=values.shape, dtype=values.dtype, overwrite=True,
-                               dimension_names=list(coord.dims), attributes=dict(coord.attrs))
-        z[...] = values
-    return join(path, dataset_array_name(result))
+    coords = result.coords.to_dataset()
+    for name in coords.variables:
+        coords[name].encoding = {k: v for k, v in coords[name].encoding.items()
+                                 if k in ("units", "calendar", "dtype")}  # the source's chunks do not fit
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*[Cc]onsolidated metadata.*")
+        warnings.filterwarnings("ignore", message=".*distconv.*not recognized as a component.*")
+        coords.to_zarr(str(path), mode="a", consolidated=False, zarr_format=3)
+    zarr.open_group(str(path), mode="a").attrs.update(attrs)
 
 
 def consolidate(path: str):

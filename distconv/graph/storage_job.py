@@ -53,6 +53,27 @@ class Job:
     run: str = field(default_factory=lambda: uuid.uuid4().hex)  # names this run's shared edge rows
 
 
+def plan(src: str, dst: str, st: Stencil, shape, dtype, storage_chunks, gpu: bool, src_meta=None,
+         out_chunks=None, bins=(None, True)) -> Job:
+    """The job of ``st`` (a fused stencil chain) from the Zarr array at ``src`` (``shape``,
+    ``dtype``, ``storage_chunks``; ``src_meta``: its metadata document, so its shards can be
+    read directly) to a new sharded array at ``dst`` in the chain's result dtype: blocks of
+    ~1 GiB on GPUs, 64 MiB on CPUs, made of whole output shards (``out_chunks``, else the
+    input's chunks grown to SHARD_MIN_BYTES). ``bins``: (kernel edges, uniform) to count a
+    histogram of the result in the same pass."""
+    from .storage import CPU_CHUNK_BYTES, GPU_CHUNK_BYTES
+
+    out_dtype = st.result_dtype(dtype)  # a step's output= may change it
+    itemsize = out_dtype.itemsize
+    shard = tuple(out_chunks or shard_shape(storage_chunks, shape, itemsize))
+    layout = shards.Layout(tuple(shape), shard, shards.inner_shape(shard, itemsize), out_dtype.str)
+    row_bytes = max(itemsize, np.dtype(dtype).itemsize) * math.prod(shape[1:])
+    rows = plan_rows(shape[0], shard[0], row_bytes, GPU_CHUNK_BYTES if gpu else CPU_CHUNK_BYTES, st.depth[0])
+    src_layout = shards.layout_of(src_meta, shape, dtype) if src_meta else None
+    return Job(str(src), str(dst), st, layout, rows, bins[0], bins[1], gpu, src_layout,
+               in_dtype=np.dtype(dtype).str)
+
+
 def plan_rows(n0: int, shard_rows: int, row_bytes: int, target_bytes: int, depth: tuple) -> tuple:
     """Row blocks of ~target_bytes made of whole shard rows, each thick enough for the halo."""
     per = max(1, target_bytes // max(1, row_bytes * shard_rows)) * shard_rows
@@ -445,12 +466,14 @@ def _encoder(block, slot: int):
     return backends.implementation("zstd", "encode_frames", "numpy")
 
 
-def create_output(dst: str, shape, dtype, layout: shards.Layout, attrs: dict):
+def create_output(dst: str, shape, dtype, layout: shards.Layout, attrs: dict, dims=None):
+    """The job's output array (sharded as ``layout``; ``dims``: Zarr's dimension names, which
+    xarray reads)."""
     import zarr
 
     z = zarr.create_array(dst, shape=tuple(shape), shards=layout.shard, chunks=layout.inner,
                           dtype=dtype, compressors=zarr.codecs.ZstdCodec(level=1),
-                          attributes=attrs, overwrite=False)
+                          attributes=attrs, overwrite=False, dimension_names=dims)
     if not shards.matches(z.metadata.to_dict(), layout):
         raise RuntimeError(f"zarr wrote a sharding layout distconv cannot write into: {z.metadata}")
     Location(dst).child(ownership.BLOCKS).make_dir()

@@ -78,6 +78,11 @@ def _fused(a: Stencil, b: Stencil) -> Stencil:
     return fused_chain([a, b], _joined(a.name, b.name))
 
 
+def chain_name(stencils: list[Stencil]) -> str:
+    """The task name of a chain: its steps', distconv-gaussian-laplace."""
+    return "distconv-" + "-".join(s.name.removeprefix("distconv-") for s in stencils)
+
+
 def fused_chain(stencils: list[Stencil], name: str | None = None) -> Stencil:
     """core.stencil.chain of ``stencils``, where separable passes followed by an N-D correlate
     (gaussian -> laplace) become one backend call, which the CUDA backend runs as one kernel."""

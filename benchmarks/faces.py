@@ -1,0 +1,137 @@
+"""Face rows (PERF.md): the README's Python and xarray snippets as a user runs them (a fresh
+process, the default cluster), `distconv run` of the same job and dask-image on every CPU
+core, in one run on one Zarr v3 zstd float32 dataset (a group holding the array ``v``, so
+``da.from_zarr`` and ``xr.open_zarr`` read the same bytes). Every output is checked against
+scipy on row bands crossing block and shard boundaries.
+
+    python -m benchmarks.faces --gib 16 --out faces.json      (on the GPU node; needs dask-image)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import e2e
+
+# The README's snippets, as written there (paths and the mask filled in; the report that
+# to_zarr returns is printed: its seconds are the job's, from the call to the written output).
+API = """
+import dask.array as da
+import distconv as dc
+
+if __name__ == "__main__":
+    with dc.cluster() as client:
+        x = da.from_zarr({src!r})
+        z = dc.correlate(x, {w!r})
+        print("REPORT", dc.to_zarr(z, {dst!r}))
+"""
+XARRAY = """
+import xarray as xr
+import distconv as dc
+
+if __name__ == "__main__":
+    with dc.cluster() as client:
+        ds = xr.open_zarr({src!r})
+        print("REPORT", ds.v.distconv.gaussian_filter({{"y": 2.0, "x": 2.0}}).distconv.to_zarr({dst!r}))
+"""
+
+
+def make_dataset(root: Path, rows: int) -> Path:
+    """face.zarr: a group with the e2e input as its variable ``v`` (dims y, x), consolidated."""
+    import zarr
+
+    ds = root / "face.zarr"
+    if not (ds / "v" / "zarr.json").exists():
+        zarr.open_group(str(ds), mode="w", zarr_format=3)
+        e2e.make_input(ds / "v", rows)
+        meta = json.loads((ds / "v" / "zarr.json").read_text())
+        meta["dimension_names"] = ["y", "x"]
+        (ds / "v" / "zarr.json").write_text(json.dumps(meta))
+        zarr.consolidate_metadata(str(ds))
+    return ds
+
+
+def snippet(name: str, root: Path, text: str) -> dict:
+    """Run a snippet in a fresh process; its wall seconds, counted as a user's."""
+    import shutil
+
+    from distconv.graph import ownership
+
+    out = root / f"{name}.zarr"
+    ownership.claim(str(out), overwrite=True)  # the previous run's output: distconv's own files only
+    shutil.rmtree(out)  # now just the owner mark
+    (root / f"{name}.py").write_text(text)
+    os.sync()
+    t = time.perf_counter()
+    res = subprocess.run([sys.executable, str(root / f"{name}.py")], capture_output=True, text=True, cwd=root)
+    wall = time.perf_counter() - t
+    print(name, round(wall, 2), res.stdout[-2000:], res.stderr[-3000:], flush=True)
+    if res.returncode:
+        raise RuntimeError(f"{name} failed")
+    import ast
+
+    report = ast.literal_eval(res.stdout.split("REPORT", 1)[1].strip().splitlines()[0])
+    return {"wall_s": round(wall, 2), "out": out, "seconds": report["seconds"], "path": report["path"],
+            "why": report.get("why")}
+
+
+def main():
+    import scipy.ndimage as ndi
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gib", type=float, default=16)
+    ap.add_argument("--out", default="faces.json")
+    ap.add_argument("--root", default=os.environ.get("TMPDIR", "/tmp") + "/dc-faces")
+    ap.add_argument("--cpu-workers", type=int, default=4)
+    ap.add_argument("--cpu-threads", type=int, default=4)
+    a = ap.parse_args()
+    root = Path(a.root)
+    root.mkdir(parents=True, exist_ok=True)
+    rows = int(a.gib * 2**30 / (4 * e2e.WIDTH)) // e2e.CHUNK * e2e.CHUNK
+    t = time.perf_counter()
+    ds = make_dataset(root, rows)
+    print(f"input {rows} x {e2e.WIDTH} in {time.perf_counter() - t:.1f} s", flush=True)
+    src, nbytes = ds / "v", rows * e2e.WIDTH * 4
+    bands = sorted({0, e2e.CHUNK, 2 * e2e.CHUNK - 2, rows // 2 + 3, rows - 1} & set(range(rows)))
+    conv = lambda v: ndi.correlate(v, e2e.W5, mode="reflect")  # noqa: E731
+    gauss = lambda v: ndi.gaussian_filter(v, 2.0)  # noqa: E731
+    run = e2e.distconv_run("run-conv5", root, src, [{"op": "correlate", "weights": e2e.W5.tolist()}])
+    run["checked"] = e2e.check(root / "run-conv5.zarr", src, conv, bands)
+    api = snippet("api-conv5", root, API.format(src=str(src), w=e2e.W5.tolist(), dst=str(root / "api-conv5.zarr")))
+    api["checked"] = e2e.check(api["out"], src, conv, bands)
+    xa = snippet("xarray-gaussian", root, XARRAY.format(src=str(ds), dst=str(root / "xarray-gaussian.zarr")))
+    xa["checked"] = e2e.check(xa["out"] / "v", src, gauss, bands)
+    anchors = e2e.cpu_anchors(src, root, a.cpu_workers, a.cpu_threads)
+    di = anchors["dask_image"]
+    job_gbps = nbytes / run["seconds"] / 1e9
+    from distconv.backends.devices import gpu_count
+
+    gpus = gpu_count()
+    rows_out = [{"case": "e2e_zarr_conv5", "layer": "end to end", "gpus": gpus, "GBps": round(job_gbps, 2),
+                 "wall_GBps": round(nbytes / run["wall_s"] / 1e9, 2), "seconds": run["seconds"],
+                 "wall_s": run["wall_s"], "startup_s": run.get("startup_s"), "anchor": "dask-image correlate, CPU",
+                 "anchor_ms": round(di * 1e3), "speedup": round(di / run["seconds"], 2), "path": run.get("path"),
+                 "checked": bool(run["checked"])}]
+    for case, r in (("api_zarr_conv5", api), ("xarray_zarr_gaussian", xa)):
+        gbps = nbytes / r["seconds"] / 1e9
+        rows_out.append({"case": case, "layer": "face", "gpus": gpus, "GBps": round(gbps, 2),
+                         "wall_GBps": round(nbytes / r["wall_s"] / 1e9, 2), "seconds": r["seconds"],
+                         "wall_s": r["wall_s"], "anchor": "dask-image correlate, CPU", "anchor_ms": round(di * 1e3),
+                         "speedup": round(di / r["seconds"], 2), "vs_run": round(gbps / job_gbps, 2),
+                         "vs_run_wall": round(run["wall_s"] / r["wall_s"], 2), "path": r["path"], "why": r["why"],
+                         "checked": bool(r["checked"])})
+    for r in rows_out:
+        print(json.dumps(r), flush=True)
+    Path(a.out).write_text(json.dumps({"bytes": nbytes, "rows": rows_out, "anchors_s": anchors}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""Zarr out, from Python and xarray, through the engine `distconv run` uses.
+
+``dc.to_zarr(y, path)`` where ``y`` is distconv stencils (filters, derivatives, laplace, fused
+as they were called) over an array read whole from a local Zarr store (``da.from_zarr`` or
+``xr.open_zarr``): the chain runs as the engine's blocks (graph/storage_job: one task per block
+from read to write, named after the steps on the dashboard; on GPU workers nvCOMP decodes and
+encodes there), and the output is distconv's sharded Zarr v3, read by plain zarr-python and
+``xr.open_zarr``. Anything else is written by dask, and the returned report says why."""
+
+from __future__ import annotations
+
+from ..core import checks
+from ..graph import ownership, storage, storage_job
+from ..graph.location import Location, join
+from .filters import fused_source
+
+
+def to_zarr(x, path: str, *, overwrite: bool = False, client=None) -> dict:
+    """Write ``x`` (numpy, cupy, dask, an xarray DataArray or Dataset) to a new Zarr store at
+    ``path``: the engine where it can take the work, else dask. ``overwrite``: replace a store
+    distconv wrote (never anything else). ``client``: a distributed Client (default: the
+    current one, if any). Returns {"path": "engine" | "general", "why": ..., "tasks": ...}
+    (per variable for a Dataset)."""
+    if checks.array_kind(x) == "xarray" and hasattr(x, "data_vars"):
+        return _dataset(x, path, overwrite, client)
+    if checks.array_kind(x) == "xarray":
+        return _dataset(x.to_dataset(name=x.name or "data"), path, overwrite, client)[x.name or "data"]
+    return _array(x, str(path), client, attrs={}, dims=None, overwrite=overwrite)
+
+
+def _dataset(ds, path: str, overwrite: bool, client) -> dict:
+    """A Dataset as xr.open_zarr gives it back: coordinates, then each data variable."""
+    ownership.claim(str(path), overwrite)
+    names = [str(n) for n in ds.data_vars]
+    ownership.record_entries(str(path), [*names, *map(str, ds.coords)])
+    frame = ds.drop_vars(list(ds.data_vars))
+    storage.write_dataset_frame(str(path), frame, dict(ds.attrs))
+    report = {n: _array(ds[n].data, join(path, n), client, dict(ds[n].attrs), list(map(str, ds[n].dims)))
+              for n in names}
+    storage.consolidate(str(path))
+    return report
+
+
+def _array(data, path: str, client, attrs: dict, dims, overwrite: bool = False) -> dict:
+    """One array to ``path``: the engine's job when plan() finds one, else dask."""
+    import time
+
+    t0 = time.perf_counter()
+    reason, job = plan(data, path, client)
+    if job is None:
+        return {**_general(data, path, client, attrs, dims, reason, overwrite),
+                "seconds": round(time.perf_counter() - t0, 3)}
+    ownership.claim(path, overwrite)
+    storage_job.create_output(path, job.layout.shape, job.layout.dtype, job.layout, attrs, dims)
+    tasks, merged = storage_job.graph(job, job.stencil.name, _workers(client))
+    _compute([tasks, merged], client)
+    storage.finish(path)
+    ownership.mark_complete(path, {"by": "dc.to_zarr"})
+    return {"path": "engine", "why": None, "tasks": len(tasks), "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def plan(data, path: str, client=None):
+    """(None, the engine's Job writing ``data`` to ``path``), or (why the engine cannot, None)."""
+    if checks.array_kind(data) != "dask":
+        return f"a {checks.array_kind(data)} array, not a lazy one read from Zarr", None
+    fused = fused_source(data)
+    if fused is None:
+        return "not the result of distconv filters (or distconv.fuse is off)", None
+    source, st = fused
+    z, why = storage.zarr_source(source)
+    if z is None:
+        return why, None
+    if any(st.periodic):
+        return "a step's mode is wrap (its halo comes from the far edge of the array)", None
+    src = storage.local_path(z)
+    if src is None:
+        return "the input is not in a local folder (object storage runs on the general path)", None
+    if Location(path).url:
+        return "the output is not a local folder", None
+    return None, storage_job.plan(src, path, st, z.shape, z.dtype, z.chunks, _gpu(client), z.metadata.to_dict())
+
+
+def _general(data, path: str, client, attrs: dict, dims, reason: str, overwrite: bool) -> dict:
+    import dask.array as da
+
+    if checks.array_kind(data) != "dask":
+        data = da.from_array(data, chunks=data.shape or ())
+    writes = storage.store(data, path, attrs=attrs, dims=dims, overwrite=overwrite)
+    _compute(writes, client)
+    storage.finish(path)
+    ownership.mark_complete(path, {"by": "dc.to_zarr"})
+    return {"path": "general", "why": reason, "tasks": None}
+
+
+def _client(client):
+    if client is not None:
+        return client
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):  # no running client: dask's local scheduler
+        return None
+
+
+def _workers(client):
+    client = _client(client)
+    return sorted(client.scheduler_info()["workers"]) if client is not None else None
+
+
+def _gpu(client) -> bool:
+    """Do the blocks run on GPUs: every worker (or this process, without a client) has one."""
+    from ..backends.devices import gpu_count, gpu_stack_available
+
+    def probe():
+        return bool(gpu_count()) and gpu_stack_available()
+
+    client = _client(client)
+    return all(client.run(probe).values()) if client is not None else probe()
+
+
+def _compute(graph, client):
+    client = _client(client)
+    if client is None:
+        import dask
+
+        return dask.compute(graph)[0]
+    return client.gather(client.compute(graph))
+
