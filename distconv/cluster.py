@@ -165,17 +165,22 @@ def warm_workers(config=None) -> bool:
     # The server starts with SIGINT ignored, which Python keeps and the server hands to every
     # worker: Ctrl-C at a terminal reaches the whole process group, and workers raising
     # KeyboardInterrupt printed tracebacks over `distconv run`'s one line; the process that
-    # started the workers stops them.
-    quiet = threading.current_thread() is threading.main_thread()
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN) if quiet else None
+    # started the workers stops them. Blocked here meanwhile, so a Ctrl-C in that moment stays
+    # pending (Linux keeps a blocked signal even while it is ignored) and reaches this process
+    # once its own handler is back.
+    main = threading.current_thread() is threading.main_thread()
+    if main:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        old = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         os.environ.update(env)
         forkserver.ensure_running()
     finally:
         for k in env:
             del os.environ[k]
-        if quiet:
+        if main:
             signal.signal(signal.SIGINT, old)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     return True
 
 

@@ -291,9 +291,13 @@ def test_ctrl_c_mid_job_is_one_line_and_resume_finishes(tmp_path):
 
 @pytest.mark.slow
 def test_early_ctrl_c_is_one_line(tmp_path):
+    import psutil
+
     _, wf = _slow_workflow(tmp_path)
     proc = _started(tmp_path, wf)
-    time.sleep(1.0)  # imports and the check: before any worker exists
+    deadline = time.time() + 60  # the command has started the server workers fork from: it is
+    while time.time() < deadline and not psutil.Process(proc.pid).children():  # checking the file
+        time.sleep(0.002)
     os.killpg(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (out, err)

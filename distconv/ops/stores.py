@@ -10,7 +10,7 @@ encodes there), and the output is distconv's sharded Zarr v3, read by plain zarr
 from __future__ import annotations
 
 from ..core import checks
-from ..graph import ownership, storage, storage_job
+from ..graph import ownership, storage
 from ..graph.location import Location, join
 from .filters import fused_source
 
@@ -50,6 +50,8 @@ def _array(data, path: str, client, attrs: dict, dims, overwrite: bool = False) 
     if job is None:
         return {**_general(data, path, client, attrs, dims, reason, overwrite),
                 "seconds": round(time.perf_counter() - t0, 3)}
+    from ..graph import storage_job  # the engine: imported when a job runs, not with distconv
+
     ownership.claim(path, overwrite)
     storage_job.create_output(path, job.layout.shape, job.layout.dtype, job.layout, attrs, dims)
     tasks, merged = storage_job.graph(job, job.stencil.name, _workers(client))
@@ -77,6 +79,8 @@ def plan(data, path: str, client=None):
         return "the input is not in a local folder (object storage runs on the general path)", None
     if Location(path).url:
         return "the output is not a local folder", None
+    from ..graph import storage_job
+
     return None, storage_job.plan(src, path, st, z.shape, z.dtype, z.chunks, _gpu(client), z.metadata.to_dict())
 
 
