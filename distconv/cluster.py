@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import os
 import signal
 import threading
@@ -151,8 +152,17 @@ def warm_workers(config=None) -> bool:
         return False
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return False
-    import dask
+    _start_server(kind)
+    return True
+
+
+@functools.cache
+def _start_server(kind: str):
+    """Once per process (and kind): the forkserver, with the worker imports preloaded."""
+    import multiprocessing
     from multiprocessing import forkserver
+
+    import dask
 
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(list(WORKER_IMPORTS + (GPU_WORKER_IMPORTS if kind == "cuda" else ())))
@@ -165,9 +175,9 @@ def warm_workers(config=None) -> bool:
     # The server starts with SIGINT ignored, which Python keeps and the server hands to every
     # worker: Ctrl-C at a terminal reaches the whole process group, and workers raising
     # KeyboardInterrupt printed tracebacks over `distconv run`'s one line; the process that
-    # started the workers stops them. Blocked here meanwhile, so a Ctrl-C in that moment stays
-    # pending (Linux keeps a blocked signal even while it is ignored) and reaches this process
-    # once its own handler is back.
+    # started the workers stops them. This process blocks SIGINT for those few milliseconds
+    # too: alone on its thread a Ctrl-C then stays pending and reaches it after (with other
+    # threads, such as a codec library's, the kernel may hand it to one of those, and it is lost).
     main = threading.current_thread() is threading.main_thread()
     if main:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
