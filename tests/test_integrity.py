@@ -68,9 +68,9 @@ DTYPE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("chunks, path", [("auto", "direct"), (None, "general")])
+@pytest.mark.parametrize("codec, path", [("zstd", "direct"), ("lz4", "general")])
 @pytest.mark.parametrize("dtype, steps, ref", DTYPE_CASES)
-def test_step_output_dtypes_hold_on_every_path(tmp_path, monkeypatch, chunks, path, dtype, steps, ref):
+def test_step_output_dtypes_hold_on_every_path(tmp_path, monkeypatch, codec, path, dtype, steps, ref):
     from distconv.graph import shards, storage, storage_job
 
     monkeypatch.setattr(storage, "CPU_CHUNK_BYTES", 40_000)  # several blocks and shards
@@ -80,7 +80,7 @@ def test_step_output_dtypes_hold_on_every_path(tmp_path, monkeypatch, chunks, pa
     x = rng.integers(0, 1000, (203, 151)).astype(dtype)
     _input(tmp_path, x, (32, 64))
     hist = {"bins": 16, "range": [0.0, 1000.0], "json": "h.json"}
-    wf = batch.load(_wf(tmp_path, steps, chunks, outputs={"histogram": hist}))
+    wf = batch.load(_wf(tmp_path, steps, outputs={"histogram": hist, "codec": codec}))
     s = batch.run(wf, progress=False)
     assert s["path"] == path
     want = ref(x)
@@ -132,7 +132,7 @@ def test_resume_of_the_same_job_finishes_and_a_finished_one_is_nothing_to_do(tmp
     x, wf = _interrupted(tmp_path, [{"op": "gaussian_filter", "sigma": 1.0}])
     s = batch.run(batch.load(wf), progress=False, resume=True)
     np.testing.assert_allclose(_read(tmp_path / "out.zarr"), ndi.gaussian_filter(x, 1.0), rtol=1e-5, atol=1e-5)
-    assert s["path"] == "general"
+    assert s["path"] == "direct" and s["bytes_out"] == x.nbytes
     res = _cli(tmp_path, wf, "--resume")
     assert res.returncode == 0 and "nothing to do" in res.stdout and not res.stderr.strip(), res
     res = _cli(tmp_path, wf, "--resume", "--overwrite")
@@ -345,7 +345,11 @@ def test_the_summary_names_the_path_its_reason_and_the_derivative_step(tmp_path)
     wf = _wf(tmp_path, [{"op": "derivative", "axis": 1}], None)
     res = _cli(tmp_path, wf)
     assert res.returncode == 0, res.stderr
-    assert "path: general (chunks are given explicitly)" in res.stdout
+    assert "path: direct" in res.stdout and "stages (s, summed over blocks)" in res.stdout
+    assert "  distconv-derivative" in res.stdout, res.stdout
+    res = _cli(tmp_path, _wf(tmp_path, [{"op": "derivative", "axis": 1}], None, outputs={"codec": "lz4"}),
+               "--overwrite")
+    assert "path: general (outputs.codec is 'lz4')" in res.stdout, res.stdout
     assert "  distconv-derivative" in res.stdout, res.stdout
 
 

@@ -36,7 +36,7 @@ def _direct(wf: Workflow, arr) -> bool:
     """Does the run write the direct path's sharded layout (else zarr's plain chunks)?"""
     from .direct import takes
 
-    return takes(wf, arr.ndim, arr.dtype)
+    return takes(wf, arr)
 
 
 def _version() -> str:

@@ -8,7 +8,7 @@ import time
 from ..graph import ownership, storage, storage_job
 from ..graph.location import Location, join
 from . import direct, identity
-from .inputs import cut_result, dataset_attrs, ensure_input, open_input
+from .inputs import cut_result, dataset_attrs, ensure_input, lazy_input, open_input
 from .outputs import histogram_output, jsonable, write_histogram
 from .spec import Workflow, WorkflowError
 from .steps import step_function
@@ -63,8 +63,9 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     ensure_input(wf)
     if job["input"]["stamp"] is None:  # a synthetic input, written just now
         job = identity.job(wf)
-    if direct.why_not(wf) is None:
-        summary = _run_direct(wf, client, gpu, overwrite, resume, progress, t0, job)
+    why = direct.why_not(wf)
+    if why is None:
+        summary, why = _run_direct(wf, client, gpu, overwrite, resume, progress, t0, job)
         if summary is not None:
             return summary
     arr, src = open_input(wf, gpu)
@@ -99,7 +100,7 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
                "bytes_in": src["nbytes"] - skipped, "bytes_out": data.nbytes - skipped,
                "seconds": round(seconds, 3), "GBps": round((src["nbytes"] - skipped) / seconds / 1e9, 3),
                "gpu_memory_peak": _gpu_peak(client), "step_seconds": step_seconds, "path": "general",
-               "why_general": direct.why_not(wf) or "a step's mode is wrap",
+               "why_general": why,
                "first_task_at": step_seconds.pop("first_task_at", None),
                "submitted_at": step_seconds.pop("submitted_at", None)}
     if skipped:
@@ -114,22 +115,41 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
 
 
 def _run_direct(wf, client, gpu, overwrite, resume, progress, t0, job_id):
-    """Zarr -> fused chain -> sharded Zarr, one task per block; None when the chain's modes
-    rule the direct path out."""
+    """Zarr -> fused chain -> sharded Zarr, one task per block (an array, or a dataset
+    variable written into a dataset with its coordinates): (summary, None), or (None, why
+    not) when the engine cannot take the chain (a wrap mode, a variable xarray decodes)."""
     import numpy as np
     import zarr
 
-    src = zarr.open_array(wf.input["path"], mode="r")
-    planned = direct.plan(wf, gpu, src.ndim, src.dtype, src.shape, src.chunks, src.metadata.to_dict())
-    if planned is None:
-        return None
-    job, edges = planned
     out_path = wf.outputs["path"]
-    resuming = ownership.claim(out_path, overwrite, resume, job=job_id)
     attrs = {"distconv": {"workflow": wf.name, "steps": [[o, jsonable(p)] for o, p in wf.steps]}}
-    if not (resuming and Location(out_path).child("zarr.json").exists()):
-        storage_job.create_output(out_path, src.shape, job.layout.dtype, job.layout, attrs)
-    done = ownership.written_blocks(out_path) if resuming else set()
+    if "variable" in wf.input:
+        reason, found, result = direct.dataset_chain(wf, lazy_input(wf))
+        if found is None:
+            return None, reason
+        src, src_path, st = found
+        edges, bins = direct.bins_of(wf, st.result_dtype(src.dtype))
+        array_path = join(str(out_path), storage.dataset_array_name(result))
+        job = storage_job.plan(src_path, array_path, st, src.shape, src.dtype, src.chunks, gpu,
+                               src.metadata.to_dict(), wf.outputs.get("chunks"), bins)
+        frame = (result, {**jsonable(dataset_attrs(wf)), **attrs})
+        attrs, dims = {k: jsonable(v) for k, v in result.attrs.items()}, list(map(str, result.dims))
+    else:
+        src = zarr.open_array(wf.input["path"], mode="r")
+        planned = direct.plan(wf, gpu, src.ndim, src.dtype, src.shape, src.chunks, src.metadata.to_dict())
+        if planned is None:
+            return None, "a step's mode is wrap (its halo comes from the far edge of the array)"
+        (job, edges), array_path, frame, dims = planned, str(out_path), None, None
+    resuming = ownership.claim(out_path, overwrite, resume, job=job_id)
+    if frame is not None and not (resuming and Location(out_path).child("zarr.json").exists()):
+        ownership.record_entries(str(out_path), [storage.dataset_array_name(frame[0]), *map(str, frame[0].coords)])
+        storage.write_dataset_frame(str(out_path), *frame)
+    if not (resuming and Location(array_path).child("zarr.json").exists()):
+        storage_job.create_output(array_path, src.shape, job.layout.dtype, job.layout, attrs, dims)
+    # the block marks' folder, also for a run resumed after the last one dropped it (it was
+    # interrupted between finishing the blocks and marking the output complete)
+    Location(array_path).child(ownership.BLOCKS).make_dir()
+    done = ownership.written_blocks(array_path) if resuming else set()
     row_in = src.nbytes // max(src.shape[0], 1)
     row_out = row_in // src.dtype.itemsize * np.dtype(job.layout.dtype).itemsize
     skipped_rows = sum(r1 - r0 for i, (r0, r1) in enumerate(job.row_blocks)
@@ -137,7 +157,9 @@ def _run_direct(wf, client, gpu, overwrite, resume, progress, t0, job_id):
     workers = sorted(client.scheduler_info()["workers"]) if client is not None else None
     tasks, merged = storage_job.graph(job, job.stencil.name, workers)
     step_seconds, (_, (counts, stages)) = _compute([tasks, merged], client, progress)
-    storage.finish(out_path)
+    storage.finish(array_path)
+    if frame is not None:
+        storage.consolidate(str(out_path))
     ownership.mark_complete(out_path, {"workflow": wf.name})
     seconds = time.perf_counter() - t0
     # a resumed run with a histogram still reads every block (to count it), writes the missing
@@ -159,8 +181,8 @@ def _run_direct(wf, client, gpu, overwrite, resume, progress, t0, job_id):
     if wf.report:
         from .report import write_report
 
-        summary["report"] = write_report(wf, summary, storage.open_array(wf.input["path"]), out_path)
-    return summary
+        summary["report"] = write_report(wf, summary, storage.open_array(job.src), array_path)
+    return summary, None
 
 
 def _compute(job, client, progress) -> tuple[dict, object]:

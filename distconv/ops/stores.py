@@ -61,8 +61,24 @@ def _array(data, path: str, client, attrs: dict, dims, overwrite: bool = False) 
     return {"path": "engine", "why": None, "tasks": len(tasks), "seconds": round(time.perf_counter() - t0, 3)}
 
 
-def plan(data, path: str, client=None):
-    """(None, the engine's Job writing ``data`` to ``path``), or (why the engine cannot, None)."""
+def plan(data, path: str, client=None, bins=(None, True), out_chunks=None):
+    """(None, the engine's Job writing ``data`` to ``path``), or (why the engine cannot, None).
+    ``bins``/``out_chunks``: as storage_job.plan's."""
+    from ..graph import storage_job
+
+    reason, found = engine_chain(data)
+    if found is None:
+        return reason, None
+    if Location(path).url:
+        return "the output is not a local folder", None
+    z, src, st = found
+    return None, storage_job.plan(src, path, st, z.shape, z.dtype, z.chunks, _gpu(client), z.metadata.to_dict(),
+                                  out_chunks, bins)
+
+
+def engine_chain(data):
+    """(None, (the zarr.Array ``data`` reads, its local folder, the fused Stencil made of it)),
+    or (why the engine cannot run ``data``, None)."""
     if checks.array_kind(data) != "dask":
         return f"a {checks.array_kind(data)} array, not a lazy one read from Zarr", None
     fused = fused_source(data)
@@ -77,11 +93,7 @@ def plan(data, path: str, client=None):
     src = storage.local_path(z)
     if src is None:
         return "the input is not in a local folder (object storage runs on the general path)", None
-    if Location(path).url:
-        return "the output is not a local folder", None
-    from ..graph import storage_job
-
-    return None, storage_job.plan(src, path, st, z.shape, z.dtype, z.chunks, _gpu(client), z.metadata.to_dict())
+    return None, (z, src, st)
 
 
 def _general(data, path: str, client, attrs: dict, dims, reason: str, overwrite: bool) -> dict:
