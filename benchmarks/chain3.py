@@ -53,8 +53,8 @@ def main():
     rows_out = []
     t5 = timed(conv5)
     for fuse in (True, False):
-        filters.FUSE = fuse
-        t3 = timed(chain3)
+        with dask.config.set({filters.FUSE_KEY: fuse}):
+            t3 = timed(chain3)
         rows_out.append({"case": "dask_chain3", "layer": "dask", "gpus": 1, "fused": fuse,
                          "ms": round(t3 * 1e3, 1), "vs_conv5": round(t3 / t5, 2)})
     # checked: fused counts equal the unfused graph's exactly (same kernels' arithmetic), and
@@ -65,9 +65,8 @@ def main():
         return dc.histogram(dc.laplace(dc.gaussian_filter(part, 2.0)), bins=256, range=(-1.0, 1.0))[0].compute(
             scheduler="threads")
 
-    filters.FUSE = False
-    h0 = cupy.asnumpy(hist())
-    filters.FUSE = True
+    with dask.config.set({filters.FUSE_KEY: False}):
+        h0 = cupy.asnumpy(hist())
     h = cupy.asnumpy(hist())
     import scipy.ndimage as ndi
 

@@ -231,14 +231,11 @@ def _checks(x, chunk_rows, rows_per_gpu):
         """The chain's values against scipy on slabs; its fused counts against cupy.histogram
         (numpy's binning, another implementation) of those values, exactly: the fused kernel's
         arithmetic is the unfused kernels', bit for bit."""
-        filters.FUSE = False
-        try:
+        with dask.config.set({filters.FUSE_KEY: False}):
             y = dc.laplace(dc.gaussian_filter(x, 2.0))
             ok = slabs(y, 12, lambda s: ndi.laplace(ndi.gaussian_filter(s, 2.0), mode="nearest"))
             count = dask.delayed(lambda b: cupy.histogram(b, bins=256, range=(-1.0, 1.0))[0])
             ref = dask.delayed(sum)([count(b) for b in y.to_delayed().ravel()]).compute()
-        finally:
-            filters.FUSE = True
         return ok and bool(np.array_equal(cupy.asnumpy(h.compute()), cupy.asnumpy(ref)))
 
     def scan_rows(y):

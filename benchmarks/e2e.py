@@ -30,13 +30,13 @@ def make_input(path: Path, rows: int):
     import zarr
     from concurrent.futures import ThreadPoolExecutor
 
-    from distconv.graph.storage_job import configure_zarr
+    from distconv.graph.storage_job import zarr_settings
 
     if (path / "zarr.json").exists():
         if _shape(path) != (rows, WIDTH):
             raise SystemExit(f"{path} holds a {_shape(path)} array, not ({rows}, {WIDTH}): pick another --root")
         return
-    configure_zarr()
+    zarr.config.set(zarr_settings())  # this benchmark process writes through zarrs too
     z = zarr.create_array(str(path), shape=(rows, WIDTH), chunks=(CHUNK, CHUNK), dtype="f4",
                           compressors=zarr.codecs.ZstdCodec(level=1))
     base = np.random.default_rng(0).standard_normal((CHUNK, WIDTH), dtype=np.float32)

@@ -17,8 +17,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 from . import e2e
 
 # The README's snippets, as written there (paths and the mask filled in; the report that

@@ -27,8 +27,8 @@ def test_fused_chain_equals_unfused_and_scipy(rng, chunks, monkeypatch):
     x = rng.standard_normal((50, 41)).astype(np.float32)
     d = da.from_array(x, chunks=chunks)
     fused = _chain3(d)
-    monkeypatch.setattr(filters, "FUSE", False)
-    unfused = _chain3(d)
+    with dask.config.set({filters.FUSE_KEY: False}):
+        unfused = _chain3(d)
     ref = dc.derivative(ndi.laplace(ndi.gaussian_filter(x, 1.5, mode="nearest"), mode="nearest"),
                         axis=1, accuracy=4, mode="mirror")
     f, u = dask.compute(fused, unfused)

@@ -2,4 +2,5 @@
 anything runs), steps (registry lookup), inputs, runner, outputs, report, bovw."""
 
 from .runner import done_summary, format_summary, preflight, run  # noqa: F401
-from .spec import MARKER, Workflow, WorkflowError, load  # noqa: F401
+from .spec import MARKER, load  # noqa: F401
+from .workflow import Workflow, WorkflowError  # noqa: F401

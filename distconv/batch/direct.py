@@ -14,7 +14,7 @@ from ..graph import storage_job
 from ..ops.filters import chain_name, fused_chain, stencil_of
 from ..ops.histograms import planned_edges
 from ..ops.registry import OPS
-from .spec import Workflow
+from .workflow import Workflow
 
 
 def why_not(wf: Workflow) -> str | None:

@@ -7,15 +7,14 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from ..graph.location import Location
+from .inputs import lazy_input
 from .outputs import jsonable
-from .spec import Workflow
+from .workflow import Workflow
 
 
 def job(wf: Workflow) -> dict:
     """The job of ``wf`` as plain JSON values; the input's stamp is None while it does not
     exist yet (a synthetic input the run writes first)."""
-    from .inputs import lazy_input
-
     inp = wf.input
     where = Location(inp["path"])
     arr = lazy_input(wf)

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..graph import storage
 from ..graph.location import Location
-from .spec import Workflow, WorkflowError
+from .workflow import Workflow, WorkflowError
 
 
 def ensure_input(wf: Workflow):

@@ -10,7 +10,7 @@ from ..graph.location import Location, join
 from . import direct, identity
 from .inputs import cut_result, dataset_attrs, ensure_input, lazy_input, open_input
 from .outputs import histogram_output, jsonable, write_histogram
-from .spec import Workflow, WorkflowError
+from .workflow import Workflow, WorkflowError
 from .steps import step_function
 
 
@@ -192,7 +192,8 @@ def _compute(job, client, progress) -> tuple[dict, object]:
     if client is None:
         import dask
 
-        return {}, dask.compute(job)[0]
+        with storage_job.local_blocks():
+            return {}, dask.compute(job)[0]
     from dask.utils import key_split
     from distributed import get_task_stream
 

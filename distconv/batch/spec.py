@@ -15,7 +15,6 @@ chunks, behind a completion marker written last. Two kinds:
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -23,6 +22,8 @@ import yaml
 from ..graph import ownership, storage
 from ..graph.location import is_url
 from .steps import UnknownStep, step_function
+from .validate import check
+from .workflow import Workflow, WorkflowError
 
 TOP_KEYS = {"name", "kind", "input", "chunks", "steps", "outputs", "overwrite", "device", "report"}
 INPUT_KEYS = {"path", "variable", "synthetic", "region", "region_edges", "images"}
@@ -31,24 +32,6 @@ SYNTH_KEYS = {"shape", "chunks", "dtype", "seed", "dims"}
 HIST_KEYS = {"bins", "range", "json", "png"}
 BOVW_STEP_KEYS = {"patch", "n_clusters", "image_clusters", "seed"}
 MARKER = ownership.COMPLETE
-
-
-class WorkflowError(ValueError):
-    """A workflow file (or its run) asks for something that cannot be done; says which key."""
-
-
-@dataclass
-class Workflow:
-    name: str
-    kind: str
-    source: Path
-    input: dict
-    steps: list
-    outputs: dict
-    chunks: object = "auto"
-    overwrite: bool = False
-    device: str = "auto"
-    report: str | None = None
 
 
 def _keys(section: str, got, allowed: set, problems: list) -> bool:
@@ -132,8 +115,6 @@ def load(path) -> Workflow:
                   outputs=out, chunks=doc.get("chunks", "auto"), overwrite=doc.get("overwrite") is True,
                   device=device, report=report)
     if kind == "array" and "path" in inp:
-        from .validate import check
-
         problems += check(wf, numbers)
     if problems:
         raise WorkflowError("; ".join(problems))

@@ -12,16 +12,15 @@ from dataclasses import replace
 
 import numpy as np
 
-from .spec import Workflow, WorkflowError
+from .inputs import REGION_EDGES, cut_result, lazy_input, region_problems
 from .steps import step_function
+from .workflow import Workflow, WorkflowError
 
 
 def check(wf: Workflow, numbers: list | None = None) -> list[str]:
     """Every problem of the steps, the region and the histogram against the input, as
     messages naming the step and the key (none: the workflow runs). ``numbers``: each step's
     place in the file (steps that named an unknown op were left out)."""
-    from .inputs import REGION_EDGES, cut_result, lazy_input, region_problems
-
     numbers = numbers or list(range(1, len(wf.steps) + 1))
     region = wf.input.get("region")
     wf_whole = replace(wf, input={k: v for k, v in wf.input.items() if k != "region"})

@@ -105,8 +105,6 @@ class Location:
         if self.url:
             self.fs.rm([posixpath.join(self._key, r) for r in rels])
             return
-        import os
-
         dirs = set()
         for r in rels:
             f = self.local / r

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core.arrays import to_host
 from . import ownership
-from .location import Location, join
+from .location import Location
 
 GPU_CHUNK_BYTES = 2**30  # a GPU task costs ~1 ms of scheduling: kernels must run longer than that
 CPU_CHUNK_BYTES = 64 * 2**20

@@ -83,32 +83,29 @@ def plan_rows(n0: int, shard_rows: int, row_bytes: int, target_bytes: int, depth
     return tuple((int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]))
 
 
-def configure_zarr():
-    """Once per process: the zarrs codec pipeline when installed, and enough concurrency for
-    zarr-python's own pipeline otherwise. Arrays opened afterwards use it."""
-    return _configure()
-
-
 @functools.cache
-def _configure() -> str:
-    import zarr
-
+def zarr_settings() -> dict:
+    """zarr config for the arrays the engine opens: the zarrs Rust codec pipeline (2.7x
+    zarr-python's reads, NOTES.md) when it imports. Applied while an array is opened (zarr
+    picks an array's pipeline then), so the process's own zarr config is left as it was."""
     try:
         import zarrs  # noqa: F401
-
-        zarr.config.set({"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"})
-        return "zarrs"
     except ImportError:
-        zarr.config.set({"async.concurrency": 64})
-        return "zarr-python"
+        return {}
+    return {"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"}
+
+
+def open_with_settings(path: str, mode: str = "r", **kwargs):
+    """zarr.open_array under zarr_settings()."""
+    import zarr
+
+    with zarr.config.set(zarr_settings()):
+        return zarr.open_array(path, mode=mode, **kwargs)
 
 
 @functools.lru_cache(maxsize=8)
 def _open(path: str):
-    import zarr
-
-    configure_zarr()
-    return zarr.open_array(path, mode="r")
+    return open_with_settings(path)
 
 
 # Blocks in flight per worker process: a block's task is three stages, read (shard files, or
@@ -149,18 +146,39 @@ def _positive(key: str, default: int) -> int:
 # The GIL switch interval of a process running blocks. A thread back from a blocking call
 # (a stream wait, a copy, a file read) waits until the thread holding the GIL lets go, up to
 # one interval; the device stage makes ~30 such calls per block. Measured beside a busy
-# Python thread (benchmarks/diagnose_codec.py, H200): nvCOMP encode of 1 GiB 0.29 s at
+# Python thread (diagnose_codec.py, NOTES.md, H200): nvCOMP encode of 1 GiB 0.29 s at
 # Python's default 5 ms, 0.18 s at 1 ms, 0.16 s at 0.2 ms (= alone).
 SWITCH_INTERVAL_S = 2e-4
 
 
 @functools.cache
 def _slots() -> _Slots:
-    """The process's I/O slots, made at its first block (which also sets the switch interval)."""
+    """The process's I/O slots, made at its first block (which, in a dask worker, also sets the
+    switch interval: local_blocks() scopes it where blocks run in a user's own process)."""
     import sys
 
-    sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL_S))
+    try:
+        from distributed import get_worker
+
+        get_worker()
+        sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL_S))
+    except (ImportError, ValueError):
+        pass
     return _Slots(io_slots())
+
+
+@contextlib.contextmanager
+def local_blocks():
+    """Around blocks run on dask's local threads in this process: the engine's switch interval
+    while they run, the process's own after."""
+    import sys
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(min(old, SWITCH_INTERVAL_S))
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(old)
 
 
 class _Slots:

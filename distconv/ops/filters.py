@@ -20,8 +20,15 @@ from ..core.stencil import Probe, Stencil, chain, mask_depth, passes_depth
 
 # Consecutive stencils on a dask array fuse when the graph is built: the second one runs on
 # the first one's input with the summed halo, one task per chunk, no intermediate array in the
-# graph. False keeps one halo pass per op (for comparison; results are the same).
-FUSE = True
+# graph. dask config ``distconv.fuse: false`` keeps one halo pass per op (for comparison;
+# results are the same), read when an op is called.
+FUSE_KEY = "distconv.fuse"
+
+
+def fusing() -> bool:
+    import dask
+
+    return bool(dask.config.get(FUSE_KEY, True))
 
 
 def _filter(x, func, depth: tuple, mode, name: str, allow_rechunk: bool, dtype=None):
@@ -41,7 +48,7 @@ def _filter(x, func, depth: tuple, mode, name: str, allow_rechunk: bool, dtype=N
 
 def fused_source(data):
     """(the array a dask stencil result was computed from, the stencil), or None."""
-    return getattr(data, "_distconv_stencil", None) if FUSE else None
+    return getattr(data, "_distconv_stencil", None) if fusing() else None
 
 
 def apply_stencil(data, st: Stencil, allow_rechunk: bool = True, per_chunk=None, out_func=None,

@@ -140,6 +140,9 @@ def _compute(graph, client):
     if client is None:
         import dask
 
-        return dask.compute(graph)[0]
+        from ..graph.storage_job import local_blocks
+
+        with local_blocks():
+            return dask.compute(graph)[0]
     return client.gather(client.compute(graph))
 

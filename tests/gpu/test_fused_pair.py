@@ -134,14 +134,11 @@ def test_gaussian_laplace_histogram_fused_equals_unfused_on_cupy_chunks(cuda, rn
     x = rng.standard_normal((97, 101)).astype(np.float32)
 
     def run(fuse):
-        filters.FUSE = fuse
-        try:
+        with dask.config.set({filters.FUSE_KEY: fuse}):
             d = da.from_array(x, chunks=chunks).map_blocks(cupy.asarray)
             y = dc.laplace(dc.gaussian_filter(d, 2.0, mode=mode), mode=mode)
             h = dc.histogram(dc.laplace(dc.gaussian_filter(d, 2.0, mode=mode), mode=mode), bins=48, range=(-0.5, 0.5))[0]
-            return [cupy.asnumpy(v) for v in dask.compute(y, h, scheduler="threads")]
-        finally:
-            filters.FUSE = True
+        return [cupy.asnumpy(v) for v in dask.compute(y, h, scheduler="threads")]
 
     poison_gpu_pool(x.nbytes * 8)
     with warnings.catch_warnings():

@@ -1,0 +1,26 @@
+"""A checked workflow and the error a workflow gets: the types the batch rooms share (spec
+makes them, validate, inputs, direct, identity and runner read them), kept apart so that none of
+those rooms imports another's functions to name them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class WorkflowError(ValueError):
+    """A workflow file (or its run) asks for something that cannot be done; says which key."""
+
+
+@dataclass
+class Workflow:
+    name: str
+    kind: str
+    source: Path
+    input: dict
+    steps: list
+    outputs: dict
+    chunks: object = "auto"
+    overwrite: bool = False
+    device: str = "auto"
+    report: str | None = None
