@@ -35,23 +35,25 @@ def info(cluster_path):
 
 
 @main.command()
-@click.argument("workflow_path", metavar="WORKFLOW.yaml")
+@click.argument("workflow_paths", metavar="WORKFLOW.yaml...", nargs=-1, required=True)
 @click.option("--cluster", "cluster_path", default=None, help="cluster YAML (default ./cluster.yaml)")
 @click.option("--overwrite", is_flag=True, help="replace an output distconv wrote (with --resume: "
               "only when it is another job's)")
 @click.option("--resume", is_flag=True, help="finish an interrupted run of the same workflow: write "
               "only the missing blocks (nothing to do when it is complete)")
 @click.option("--no-progress", is_flag=True, help="no progress bar")
-@click.option("--json", "json_path", default=None, help="also write the run summary as JSON here")
-def run(workflow_path, cluster_path, overwrite, resume, no_progress, json_path):
-    """Run a batch workflow on the cluster."""
+@click.option("--json", "json_path", default=None, help="also write the run summary as JSON here (a list "
+              "for several workflows)")
+def run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path):
+    """Run batch workflows, in turn, on one cluster (started once for all of them)."""
+    current = [workflow_paths[0]]
     try:
-        _run(workflow_path, cluster_path, overwrite, resume, no_progress, json_path)
+        _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, current)
     except KeyboardInterrupt:
-        _interrupted(workflow_path)
+        _interrupted(current[0])
 
 
-def _run(workflow_path, cluster_path, overwrite, resume, no_progress, json_path):
+def _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, current):
     import json
     import time
 
@@ -61,31 +63,45 @@ def _run(workflow_path, cluster_path, overwrite, resume, no_progress, json_path)
     warm_workers(cluster_path)  # the workers' imports run beside this process's and the check
     from . import batch as workflow
 
-    problems, wf, action = [], None, None  # the workflow's and the cluster's, reported together
-    try:
-        wf = workflow.load(workflow_path)
-    except workflow.WorkflowError as e:
-        problems.append(str(e))
+    # every workflow file's problems and the cluster file's, reported together before any work
+    problems, loaded, todo = [], [], []
+    for path in workflow_paths:
+        where = f"{path}: " if len(workflow_paths) > 1 else ""
+        try:
+            wf = workflow.load(path)
+            loaded.append(wf)
+            todo.append((path, wf, workflow.preflight(wf, overwrite or None, resume)))
+        except workflow.WorkflowError as e:
+            problems.append(where + str(e))
     try:
         load_config(cluster_path)
     except ClusterConfigError as e:
         problems.append(str(e))
-    if wf is not None:
-        try:
-            action = workflow.preflight(wf, overwrite or None, resume)
-        except workflow.WorkflowError as e:
-            problems.append(str(e))
+    outputs = [str(wf.outputs["path"]) for wf in loaded]
+    twice = sorted({o for o in outputs if outputs.count(o) > 1})
+    if twice:
+        problems.append(f"two workflows write the output {twice[0]!r}; give each its own outputs.path")
     if problems:
         _fail("; ".join(problems))
-    if action == "done":  # --resume of a finished output of this same job: no cluster needed
-        click.echo(workflow.format_summary(workflow.done_summary(wf)))
+    summaries = []
+    for path, wf, action in todo:
+        if action == "done":  # --resume of a finished output of this same job: nothing to run
+            click.echo(workflow.format_summary(workflow.done_summary(wf)))
+    todo = [t for t in todo if t[2] != "done"]
+    if not todo:
         return
     checked = time.time()
     try:
         with cluster(cluster_path) as client:
             cluster_up = time.time()
-            summary = workflow.run(wf, client, overwrite=overwrite or None, progress=not no_progress,
-                                   resume=resume)
+            for path, wf, _ in todo:
+                current[0] = path
+                summary = workflow.run(wf, client, overwrite=overwrite or None, progress=not no_progress,
+                                       resume=resume)
+                _timings(summary, started, checked, cluster_up)
+                started = checked = cluster_up = time.time()  # the next one's start-up is its own
+                click.echo(workflow.format_summary(summary))
+                summaries.append(summary)
     except (workflow.WorkflowError, ClusterConfigError) as e:
         _fail(str(e))  # found only once the cluster is up (device: gpu on workers without one)
     except Exception:  # noqa: BLE001 - not the user's input: say so, keep the traceback
@@ -94,6 +110,16 @@ def _run(workflow_path, cluster_path, overwrite, resume, no_progress, json_path)
         click.echo("distconv: internal error (not a problem with the workflow file; please report "
                    "it with the traceback below):\n" + traceback.format_exc().rstrip(), err=True)
         sys.exit(1)
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(summaries[0] if len(workflow_paths) == 1 else summaries, f, indent=1, default=str)
+
+
+def _timings(summary: dict, started: float, checked: float, cluster_up: float):
+    """The summary's start-up (seconds from ``started`` to its first task, and when the check,
+    the cluster, the submission and the first task came) and wall seconds."""
+    import time
+
     first = summary.pop("first_task_at", None)
     submitted = summary.pop("submitted_at", None)
     if first is not None:
@@ -103,10 +129,6 @@ def _run(workflow_path, cluster_path, overwrite, resume, no_progress, json_path)
             ("checked", checked), ("cluster_up", cluster_up), ("submitted", submitted),
             ("first_task", first)) if v is not None}
     summary["wall_s"] = round(time.time() - started, 2)
-    click.echo(workflow.format_summary(summary))
-    if json_path:
-        with open(json_path, "w") as f:
-            json.dump(summary, f, indent=1, default=str)
 
 
 def _interrupted(workflow_path):

@@ -80,3 +80,40 @@ def test_progress_on_a_pipe_is_a_few_plain_lines(tmp_path):
     lines = [ln for ln in res.stdout.splitlines() if "% of" in ln]
     assert len(lines) == 4 and lines[-1].startswith("distconv: 100%") and "\r" not in res.stdout
     assert f"json: {tmp_path / 'h.json'}" in res.stdout  # the summary says where outputs went
+
+
+def test_several_workflows_run_on_one_cluster_after_one_check(tmp_path):
+    import json
+
+    import numpy as np
+    import scipy.ndimage as ndi
+
+    c = tmp_path / "cluster.yaml"
+    c.write_text("cluster:\n  type: cpu\n  n_workers: 1\n  threads_per_worker: 2\n  processes: false\n"
+                 "  dashboard_address: '127.0.0.1:0'\n")
+    files = []
+    for name, sigma in (("a", 1.0), ("b", 2.0)):
+        wf = tmp_path / f"{name}.yaml"
+        wf.write_text(f"input:\n  path: in.zarr\n  synthetic: {{shape: [64, 40], chunks: [16, 40]}}\n"
+                      f"steps:\n  - op: gaussian_filter\n    sigma: {sigma}\noutputs:\n  path: {name}.zarr\n")
+        files.append(str(wf))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("input:\n  path: in.zarr\nsteps:\n  - op: blur\noutputs:\n  path: c.zarr\n")
+    cmd = [sys.executable, "-m", "distconv.cli", "run", *files, str(bad), "--cluster", str(c), "--no-progress"]
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
+    assert res.returncode == 2 and "bad.yaml: " in res.stderr and "unknown op 'blur'" in res.stderr, res.stderr
+    assert not (tmp_path / "a.zarr").exists()  # nothing runs while any file has a problem
+    cmd = [sys.executable, "-m", "distconv.cli", "run", *files, "--cluster", str(c), "--no-progress",
+           "--json", str(tmp_path / "s.json")]
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.count("dashboard at") == 1  # one cluster for both
+    src = zarr.open_array(str(tmp_path / "in.zarr"))[:]
+    for name, sigma in (("a", 1.0), ("b", 2.0)):
+        np.testing.assert_allclose(zarr.open_array(str(tmp_path / f"{name}.zarr"))[:],
+                                   ndi.gaussian_filter(src, sigma), rtol=1e-5, atol=1e-5)
+    summaries = json.loads((tmp_path / "s.json").read_text())
+    assert [s["output"] for s in summaries] == [str(tmp_path / "a.zarr"), str(tmp_path / "b.zarr")]
+    same = subprocess.run([sys.executable, "-m", "distconv.cli", "run", files[0], files[0], "--cluster", str(c)],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert same.returncode == 2 and "two workflows write the output" in same.stderr
