@@ -119,7 +119,8 @@ __device__ __forceinline__ void dc_store_run(T *o, const T (&v)[4], i64 x, i64 o
 //   Rows are read as 16-byte vectors: a warp reads 512 contiguous bytes, conflict-free.
 // Registers: PY*PX accumulators and a WN-wide window reused across PX outputs and PY rows.
 // Mask: constant memory (CMASK, slot) or global memory (wg) when it does not fit.
-// Limits: KH, KW <= 32 (compile time); KD any; sizes 64-bit.
+// Limits: KH, KW <= DC_TILED_MAX (compile time; the launcher reads it); KD any; sizes 64-bit.
+#define DC_TILED_MAX 32
 // Blocks per SM the float build is made for, which caps its registers at 65536 / (256 x n): more
 // blocks, more tiles' copies in flight per SM (NOTES.md, "Kernels to the roofline": 2 -> 4 took
 // conv2d_3x3 from 54 to 70 % of copy). The steps are the largest that compile without spills
@@ -154,6 +155,7 @@ distconv_correlate_tiled(const __grid_constant__ DcTile src, T *__restrict__ out
                          i64 offD, i64 offH, i64 offW, int KD, int mode, T cval, int slot,
                          const T *__restrict__ wg) {
     static_assert(PX == 4, "outputs per thread along x: four (one 16-byte store)");
+    static_assert(KH <= DC_TILED_MAX && KW <= DC_TILED_MAX, "mask rows and columns within DC_TILED_MAX");
     constexpr int VN = dc_vec16<T>::n;
     constexpr int TH = BY * PY, TW = BX * PX;
     constexpr int WN = ((PX + KW - 1 + VN - 1) / VN) * VN;
@@ -213,7 +215,10 @@ distconv_correlate_tiled(const __grid_constant__ DcTile src, T *__restrict__ out
 //   (one barrier per plane).
 // Taps: by value (DcTaps), KD*KH*KW*sizeof(T) <= DC_SLIDE_TAP_BYTES (the parameter space).
 // Sum order per output: kz, then kh, then kw, as the tiled kernel: the same result bit for bit.
-// Limits: KH, KW, KD compile time (the launcher keeps KD <= 8, KW <= 16); sizes 64-bit.
+// Limits: KH, KW, KD compile time, KD <= DC_SLIDE_MAX_DEPTH and KH, KW <= DC_SLIDE_MAX_WIDTH (the
+// launcher reads both); sizes 64-bit.
+#define DC_SLIDE_MAX_DEPTH 8
+#define DC_SLIDE_MAX_WIDTH 16
 #define DC_SLIDE_TAP_BYTES 2048
 // Blocks per SM the float build is made for: 3 (85 registers) while a thread's accumulator sets
 // times rows stay within DC_SLIDE_SETS, else 2; one-row builds do not unroll the stage's copy
@@ -244,6 +249,8 @@ distconv_correlate_slide3d(const __grid_constant__ DcTile src, T *__restrict__ o
                            const DcTaps<T, KD * KH * KW> taps) {
     static_assert(PX == 4, "outputs per thread along x: four (one 16-byte store)");
     static_assert(KD * KH * KW * sizeof(T) <= DC_SLIDE_TAP_BYTES, "taps over the parameter space");
+    static_assert(KD <= DC_SLIDE_MAX_DEPTH && KH <= DC_SLIDE_MAX_WIDTH && KW <= DC_SLIDE_MAX_WIDTH,
+                  "mask within the sliding kernel's limits");
     constexpr int VN = dc_vec16<T>::n;
     constexpr int TH = BY * PY, TW = BX * PX;
     constexpr int WN = ((PX + KW - 1 + VN - 1) / VN) * VN;
@@ -367,7 +374,7 @@ __global__ void distconv_correlate_direct(const __grid_constant__ DcTile src, T 
 //   index known at compile time each FFMA reads its tap as a constant-bank operand; through a
 //   constant-memory slot chosen at run time every tap was a load first (NOTES.md).
 // Rounding: J stays in T, as scipy's chained 1-D filters keep it.
-// Limits: K0, K1 <= 33 (the launcher); for mode constant the launcher uses it only when both
+// Limits: K0, K1 <= DC_SEP_MAX_TAPS (the launcher reads it); for mode constant the launcher uses it only when both
 //   masks sum to one (then the order of the two passes does not change the edges); the second
 //   step's origin is 0 and its mode not wrap; counting: fewer than 2^32 values per bin per block.
 #define DC_SEP_BX 32  // threads per block: DC_SEP_BX x DC_SEP_BY
@@ -380,6 +387,7 @@ __global__ void distconv_correlate_direct(const __grid_constant__ DcTile src, T 
 // its shared memory allows anyway; left to itself ptxas picked 64 and spilled on some shapes,
 // or more than 64 and lost a block per SM (NOTES.md, "Gaussian -> laplace -> histogram").
 #define DC_SEP_BLOCKS 4
+#define DC_SEP_MAX_TAPS 33
 template <typename T, int K0, int K1, int K2H, int K2W, int BINNING, typename E>
 __global__ void __launch_bounds__(DC_SEP_BX *DC_SEP_BY, sizeof(T) == 4 ? DC_SEP_BLOCKS : 2)
 distconv_separable2d(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW, i64 offH,
@@ -398,6 +406,7 @@ distconv_separable2d(const __grid_constant__ DcTile src, T *__restrict__ out, i6
     constexpr int WN2 = (PX + K2W - 1 + VN - 1) / VN * VN;
     static_assert(PX == 4 && TW % PX == 0 && TH % PY == 0 && TH % P2 == 0, "tile shape");
     static_assert(STEP2 || !COUNT, "counting follows a second step");
+    static_assert(K0 <= DC_SEP_MAX_TAPS && K1 <= DC_SEP_MAX_TAPS, "passes within DC_SEP_MAX_TAPS");
     extern __shared__ __align__(16) unsigned char dc_smem_raw[];
     T *s_in = reinterpret_cast<T *>(dc_smem_raw);
     T *s_h = s_in + SH * SWP;

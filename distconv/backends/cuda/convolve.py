@@ -10,11 +10,12 @@ from ...core.stencil import reach, run_pair
 from ...core.tile import Tile
 from . import device_constant, guard_memory, loader, target
 from . import histogram as counting
+from .masks import capacity as mask_capacity
 from .masks import slots_for
 from .tile import as_dtype, axis_groups, dc_tile, group_sizes
 from .types import ctype, scalar
 
-MAX_TILED = 32  # the register-tiled kernel unrolls mask rows/columns up to this size
+MAX_TILED = loader.define("DC_TILED_MAX")  # the register-tiled kernel unrolls mask rows/columns up to this
 
 
 def compute_dtype(dtype, out=None) -> np.dtype:
@@ -129,7 +130,7 @@ def correlate_passes(block, passes: list, mode, cval: float, dtype=None, out=Non
     return into(out, _to_dtype(cur.centre, dtype))
 
 
-MAX_SEPARABLE = 33
+MAX_SEPARABLE = loader.define("DC_SEP_MAX_TAPS")
 # Two float32 passes of at most this many taps run as one 2-D correlate of their outer product
 # (register-tiled kernel: 3x3 68 %, 5x5 58 % of copy on H200) instead of the fused separable
 # pass (52 % and 49 % there: NOTES.md, "Round 2 of the kernels"): few taps, so the 2-D window
@@ -340,8 +341,8 @@ def tiled_shape(T, KH: int, KW: int, oH: int) -> tuple:
 
 # A 3-D mask slides along z (distconv_correlate_slide3d: each input plane staged once, KD sets
 # of accumulators per thread) when its depth, width and taps fit the registers and parameters:
-SLIDE_MAX_DEPTH = 8
-SLIDE_MAX_WIDTH = 16
+SLIDE_MAX_DEPTH = loader.define("DC_SLIDE_MAX_DEPTH")
+SLIDE_MAX_WIDTH = loader.define("DC_SLIDE_MAX_WIDTH")
 SLIDE_TWO_ROWS = 27  # masks of at most this many taps: two output rows per thread
 
 
@@ -401,11 +402,11 @@ def launch(src, out, out3, offs, mask3: np.ndarray, mode: int, cval: float):
         smem = _plane_bytes(T, KH, KW, BX, BY, PX, PY)
         grid = (-(-oW // (BX * PX)), min(-(-oH // (BY * PY)), 65535), min(oD, 65535))
         block = (BX, BY, 1)
-        cmask = mask3.size <= 1024
+        cmask = mask3.size <= mask_capacity(T)
         name = loader.template("distconv_correlate_tiled", ctype(T), KH, KW, BX, BY, PX, PY, cmask)
         args_extra = ()
     else:
-        cmask = mask3.size <= 1024
+        cmask = mask3.size <= mask_capacity(T)
         smem = 0
         total = oD * oH * oW
         grid, block = (min(-(-total // 256), 65535 * 16),), (256,)

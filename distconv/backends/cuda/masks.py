@@ -19,11 +19,16 @@ from . import loader
 SYMBOLS = {np.dtype(np.float32): ("dc_mask_f32", "DC_MASK_F32"), np.dtype(np.float64): ("dc_mask_f64", "DC_MASK_F64")}
 
 
+def capacity(dtype) -> int:
+    """Taps one constant-memory slot holds for ``dtype`` (the kernel's DC_MASK_F32/F64)."""
+    return loader.define(SYMBOLS[np.dtype(dtype)][1])
+
+
 class MaskSlots:
     def __init__(self, module, dtype):
         self.module = module
-        self.symbol, capacity = SYMBOLS[np.dtype(dtype)]
-        self.capacity, self.slots = loader.define(capacity), loader.define("DC_MASK_SLOTS")
+        self.symbol = SYMBOLS[np.dtype(dtype)][0]
+        self.capacity, self.slots = capacity(dtype), loader.define("DC_MASK_SLOTS")
         self.dtype = np.dtype(dtype)
         self.lock = threading.Lock()
         self.resident: OrderedDict[bytes, int] = OrderedDict()
