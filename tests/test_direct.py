@@ -14,7 +14,9 @@ import zarr
 from distconv import batch
 from distconv.backends.cuda.zstd import FRAME_ALIGN
 from distconv.batch import direct
-from distconv.graph import ownership, shards, storage, storage_job
+from distconv.graph import ownership, shards, storage_job
+
+from .helpers import small_engine_blocks
 
 
 def _workflow(tmp_path, shape, chunks, steps, **outputs):
@@ -28,10 +30,7 @@ def _workflow(tmp_path, shape, chunks, steps, **outputs):
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Blocks of a few shard rows, so a small array has many blocks and halos cross them."""
-    monkeypatch.setattr(storage, "CPU_CHUNK_BYTES", 6000)
-    monkeypatch.setattr(storage, "GPU_CHUNK_BYTES", 6000)  # the same blocks where a GPU runs them
-    monkeypatch.setattr(storage_job, "SHARD_MIN_BYTES", 0)
-    monkeypatch.setattr(shards, "INNER_BYTES", 300)
+    small_engine_blocks(monkeypatch)
 
 
 def _stored(path):

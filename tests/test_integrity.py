@@ -22,6 +22,8 @@ from distconv.cli import main
 from distconv.graph import ownership
 from distconv.graph.location import Location
 
+from .helpers import small_engine_blocks
+
 
 def _input(tmp_path, data, chunks, name="in.zarr"):
     z = zarr.create_array(str(tmp_path / name), shape=data.shape, chunks=chunks, dtype=data.dtype)
@@ -71,11 +73,7 @@ DTYPE_CASES = [
 @pytest.mark.parametrize("codec, path", [("zstd", "direct"), ("lz4", "general")])
 @pytest.mark.parametrize("dtype, steps, ref", DTYPE_CASES)
 def test_step_output_dtypes_hold_on_every_path(tmp_path, monkeypatch, codec, path, dtype, steps, ref):
-    from distconv.graph import shards, storage, storage_job
-
-    monkeypatch.setattr(storage, "CPU_CHUNK_BYTES", 40_000)  # several blocks and shards
-    monkeypatch.setattr(storage_job, "SHARD_MIN_BYTES", 0)
-    monkeypatch.setattr(shards, "INNER_BYTES", 4000)
+    small_engine_blocks(monkeypatch, 40_000, 4000)  # several blocks and shards
     rng = np.random.default_rng(7)
     x = rng.integers(0, 1000, (203, 151)).astype(dtype)
     _input(tmp_path, x, (32, 64))

@@ -10,15 +10,14 @@ import zarr
 
 import dask.array as da
 import distconv as dc
-from distconv.graph import ownership, shards, storage, storage_job
+from distconv.graph import ownership
+
+from .helpers import small_engine_blocks
 
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    monkeypatch.setattr(storage, "CPU_CHUNK_BYTES", 20_000)
-    monkeypatch.setattr(storage, "GPU_CHUNK_BYTES", 20_000)  # the same blocks where a GPU runs them
-    monkeypatch.setattr(storage_job, "SHARD_MIN_BYTES", 0)
-    monkeypatch.setattr(shards, "INNER_BYTES", 2000)
+    small_engine_blocks(monkeypatch, 20_000, 2000)
 
 
 def _array(tmp_path, rng, shape=(203, 77), chunks=(32, 77), dtype=np.float32):
