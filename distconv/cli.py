@@ -144,6 +144,59 @@ def _interrupted(workflow_path):
     os._exit(130)
 
 
+@main.group("cluster")
+def cluster_group():
+    """A cluster kept running between runs: start, status, stop."""
+
+
+@cluster_group.command("start")
+@click.option("--cluster", "cluster_path", default=None, help="cluster YAML (default ./cluster.yaml)")
+def cluster_start(cluster_path):
+    """Start the configured local cluster and keep it running: runs with the same cluster
+    config join it instead of starting their own."""
+    from . import running
+
+    try:
+        doc = running.start(cluster_path)
+    except (ClusterConfigError, ValueError) as e:
+        _fail(str(e))
+    what = "started" if doc["started"] else "already running"
+    click.echo(f"distconv: cluster {what} at {doc['address']}, dashboard {doc['dashboard']}")
+
+
+@cluster_group.command("status")
+def cluster_status():
+    """The kept cluster: its address, dashboard and workers."""
+    from . import running
+
+    doc = running.status()
+    if doc is None:
+        click.echo("distconv: no cluster is kept running (distconv cluster start)")
+        return
+    click.echo(f"distconv: cluster at {doc['address']}, dashboard {doc['dashboard']}, "
+               f"{len(doc['workers'])} workers, up {time_since(doc['started_at'])}")
+    for name, w in sorted(doc["workers"].items(), key=lambda kv: str(kv[0])):
+        gpu = f", {w['gpu']}" if w.get("gpu") else ""
+        click.echo(f"  {name}: {w['threads']} threads, {(w['memory'] or 0) / 2**30:.1f} GiB{gpu}")
+
+
+@cluster_group.command("stop")
+def cluster_stop():
+    """Stop the kept cluster and its workers."""
+    from . import running
+
+    doc = running.stop()
+    click.echo("distconv: no cluster is kept running" if doc is None else
+               f"distconv: stopped the cluster at {doc['address']}")
+
+
+def time_since(t: float) -> str:
+    import time
+
+    s = int(time.time() - t)
+    return f"{s // 3600} h {s % 3600 // 60} min" if s >= 3600 else f"{s // 60} min {s % 60} s"
+
+
 def _process_start() -> float:
     """When this process started (epoch seconds): start-up is counted from there."""
     import time

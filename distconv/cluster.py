@@ -152,6 +152,10 @@ def warm_workers(config=None) -> bool:
         return False
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return False
+    from . import running
+
+    if running.joinable(cfg):  # a kept cluster of this config is up: no workers to start
+        return False
     _start_server(kind)
     return True
 
@@ -231,12 +235,19 @@ def cluster(config=None, *, quiet: bool = False):
     from distributed import Client
 
     cfg = load_config(config)
+    running = _running_address(cfg) if cfg["type"] != "address" else None
     if cfg["type"] == "address":
         try:
             client = Client(cfg["address"], timeout=cfg["timeout"], security=_security(cfg))
         except (OSError, TimeoutError) as e:
             raise ClusterConfigError(f"cannot reach the scheduler at {cfg['address']!r}: {e}") from None
         owned = None
+    elif running:
+        client = Client(running, timeout=cfg["timeout"])
+        owned = None
+        if not quiet:
+            print(f"distconv: joined the running cluster at {running} (distconv cluster stop ends it)",
+                  flush=True)
     else:
         # workers fork from the warmed server (started here unless `distconv run` started it
         # beside its check): a Python script's first blocks then find cupy, nvCOMP and the block
@@ -253,7 +264,7 @@ def cluster(config=None, *, quiet: bool = False):
             print(f"distconv: dashboard at {dashboard_link(client, cfg)}", flush=True)
         yield client
     except KeyboardInterrupt:
-        _quiet_shutdown(client)
+        _quiet_shutdown(client, workers=owned is not None)  # others' workers keep their logs
         raise
     finally:
         client.close()
@@ -261,12 +272,22 @@ def cluster(config=None, *, quiet: bool = False):
             owned.close()
 
 
-def _quiet_shutdown(client):
+def _running_address(cfg: dict):
+    """The address of a cluster kept running from this same config (distconv/running.py)."""
+    from . import running
+
+    return running.joinable(cfg)
+
+
+def _quiet_shutdown(client, workers: bool = True):
     """After Ctrl-C the workers are stopped mid-task: distributed then logs cancelled tasks,
-    closed comms and workers it had to kill, here and in every worker, which say nothing the
-    user needs. Silence them for the shutdown; a second Ctrl-C meanwhile exits at once."""
+    closed comms and workers it had to kill, here and (``workers``: ours, about to close) in
+    every worker, which say nothing the user needs. Silence them for the shutdown; a second
+    Ctrl-C meanwhile exits at once."""
     signal.signal(signal.SIGINT, lambda *_: os._exit(130))
     _silence_logs()
+    if not workers:
+        return
     try:
         client.run(_silence_logs, on_error="ignore")
     except Exception:  # noqa: BLE001 - a worker already gone: nothing of its to silence

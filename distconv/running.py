@@ -1,0 +1,153 @@
+"""A local cluster kept running between jobs: `distconv cluster start` starts one (the same
+cluster `distconv run` would, from the same cluster config) in a process of its own, and every
+`distconv run` or `dc.cluster()` whose cluster config is the same joins it instead of paying
+the start-up again; `distconv cluster stop` ends it, `status` shows it.
+
+The running cluster is recorded in a small state file (dask config ``distconv.cluster-state``,
+default ``~/.cache/distconv/cluster.json``): its scheduler address, dashboard, process id and
+the resolved config it was started from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+STATE_KEY = "distconv.cluster-state"
+
+
+def state_path() -> Path:
+    import dask
+
+    default = Path.home() / ".cache" / "distconv" / "cluster.json"
+    return Path(dask.config.get(STATE_KEY, None) or default).expanduser()
+
+
+def recorded() -> dict | None:
+    """The running cluster's record, or None (no record, or its process is gone: the stale
+    record is removed)."""
+    p = state_path()
+    try:
+        doc = json.loads(p.read_text())
+        os.kill(int(doc["pid"]), 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        if p.exists():
+            p.unlink(missing_ok=True)
+        return None
+    return doc
+
+
+def joinable(cfg: dict) -> str | None:
+    """The scheduler address of a running cluster started from the same resolved config as
+    ``cfg``, or None."""
+    doc = recorded()
+    if doc is None or doc.get("config") != _comparable(cfg):
+        return None
+    return doc["address"]
+
+
+def _comparable(cfg: dict) -> dict:
+    return json.loads(json.dumps(cfg, default=str))
+
+
+def start(config=None, timeout: float = 120.0) -> dict:
+    """Start the cluster of ``config`` in a new process (its own session: a terminal's Ctrl-C
+    does not reach it) and wait for its record. A running one of the same config is kept."""
+    from .cluster import ClusterConfigError, load_config
+
+    cfg = load_config(config)
+    if cfg["type"] == "address":
+        raise ClusterConfigError("cluster type 'address' joins a scheduler someone else runs: "
+                                 "there is nothing to start")
+    doc = recorded()
+    if doc is not None:
+        if doc.get("config") != _comparable(cfg):
+            raise ClusterConfigError(f"a distconv cluster of another config is running at {doc['address']}; "
+                                     "stop it first (distconv cluster stop)")
+        return {**doc, "started": False}
+    p = state_path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    log = open(p.with_suffix(".log"), "ab")
+    proc = subprocess.Popen([sys.executable, "-m", "distconv.running", json.dumps(_comparable(cfg)), str(p)],
+                            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        doc = recorded()
+        if doc is not None and doc.get("pid") == proc.pid:
+            return {**doc, "started": True}
+        if proc.poll() is not None:
+            raise ClusterConfigError(f"the cluster did not start (exit {proc.returncode}); its log: "
+                                     f"{p.with_suffix('.log')}")
+        time.sleep(0.1)
+    proc.terminate()
+    raise ClusterConfigError(f"the cluster did not start within {timeout:.0f} s; its log: {p.with_suffix('.log')}")
+
+
+def stop(timeout: float = 30.0) -> dict | None:
+    """End the running cluster (its workers with it); returns its record, or None."""
+    doc = recorded()
+    if doc is None:
+        return None
+    pid = int(doc["pid"])
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+    state_path().unlink(missing_ok=True)
+    return doc
+
+
+def status() -> dict | None:
+    """The running cluster's record with its workers (name -> threads, memory, GPU), or None."""
+    doc = recorded()
+    if doc is None:
+        return None
+    from distributed import Client
+
+    with Client(doc["address"], timeout="5s") as client:
+        info = client.scheduler_info()["workers"]
+    return {**doc, "workers": {w.get("name", a): {"threads": w.get("nthreads"), "memory": w.get("memory_limit"),
+                                                   "gpu": (w.get("gpu") or {}).get("name")}
+                               for a, w in info.items()}}
+
+
+def serve(cfg: dict, path: str):
+    """The kept cluster's process: start it, record it, run until SIGTERM, then close it."""
+    import contextlib
+    import threading
+
+    import dask
+    from distributed import Client  # its config loaded before a key of it is set and unset below
+
+    from .cluster import START_METHOD_KEY, dashboard_link, make_cluster, warm_workers
+
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    warm = warm_workers(cfg)
+    with dask.config.set({START_METHOD_KEY: "forkserver"}) if warm else contextlib.nullcontext():
+        owned = make_cluster(cfg)
+    with Client(owned) as client:
+        doc = {"address": owned.scheduler_address, "dashboard": dashboard_link(client, cfg),
+               "pid": os.getpid(), "config": cfg, "started_at": time.time()}
+    tmp = Path(path).with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc))
+    tmp.replace(path)  # whole or absent: start() reads it
+    while not stopping.wait(0.5):
+        pass
+    owned.close(timeout=10)
+    Path(path).unlink(missing_ok=True)
+
+
+if __name__ == "__main__":
+    serve(json.loads(sys.argv[1]), sys.argv[2])
