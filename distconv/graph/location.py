@@ -134,16 +134,6 @@ class Location:
         if not self.url:
             self.local.mkdir(parents=True, exist_ok=True)
 
-    def remove_tree(self):
-        """Delete everything at and below this path; nothing when it is absent."""
-        if self.url:
-            if self.fs.exists(self._key):
-                self.fs.rm(self._key, recursive=True)
-        else:
-            import shutil
-
-            shutil.rmtree(self.local, ignore_errors=True)
-
     def key(self) -> str:
         """Where it is, comparable with another Location's: an absolute local path, or the
         URL's protocol and key."""

@@ -274,5 +274,9 @@ def written_blocks(path: str) -> set:
 
 
 def drop_block_marks(path: str):
-    """Drop the per-block marks once the whole output is written."""
-    Location(path).child(BLOCKS).remove_tree()
+    """Drop the per-block marks once the whole output is written: the marks alone (a file
+    someone put among them stays, and so does the folder then)."""
+    marks = Location(path).child(BLOCKS)
+    marks.remove_files([n for n in marks.names() if _BLOCK_NAME.match(n)])
+    if marks.is_dir() and not marks.names() and not marks.url:
+        marks.local.rmdir()
