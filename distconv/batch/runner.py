@@ -73,45 +73,23 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
         arr = step_function(op, hasattr(arr, "dims"))(arr, **params)
     arr = cut_result(wf, arr)
     data = arr.data if hasattr(arr, "dims") else arr
-    attrs = {"distconv": {"workflow": wf.name, "steps": [[o, jsonable(p)] for o, p in wf.steps]}}
     storage_chunks = wf.outputs.get("chunks") or src["storage"]
-    array_path, dims = str(out_path), None
+    array_path, attrs, dims = str(out_path), _attrs(wf), None
     if hasattr(arr, "dims"):  # a dataset in, a dataset out: xr.open_zarr(output) gives it back
         resume = ownership.claim(str(out_path), overwrite, resume, job=job)
         overwrite, job = False, None
-        ownership.record_entries(str(out_path), [storage.dataset_array_name(arr), *map(str, arr.coords)])
-        storage.write_dataset_frame(str(out_path), arr, {**jsonable(dataset_attrs(wf)), **attrs})
-        array_path = join(str(out_path), storage.dataset_array_name(arr))
-        attrs, dims = {k: jsonable(v) for k, v in arr.attrs.items()}, list(map(str, arr.dims))
+        array_path, attrs, dims = _dataset_frame(wf, arr, resuming=False)
     writes = storage.store(data, array_path, storage_chunks=storage_chunks,
                            codec=wf.outputs.get("codec", "zstd"), overwrite=overwrite and not resume,
                            attrs=attrs, resume=resume, dims=dims, job=job)
     skipped = storage.written_bytes(data, array_path, storage_chunks) if resume else 0
     step_seconds, _ = _compute(writes, client, progress)
-    storage.finish(array_path)
-    if dims is not None:
-        storage.consolidate(str(out_path))
-    ownership.mark_complete(str(out_path), {"workflow": wf.name})
+    _finish(wf, array_path, dims is not None)
     hist = (histogram_output(data, wf.outputs["histogram"], client)  # counted in the job's time
             if "histogram" in wf.outputs else None)
-    seconds = time.perf_counter() - t0
-    summary = {"workflow": wf.name, "input": wf.input["path"], "output": str(out_path),
-               "shape": list(data.shape), "dtype": str(data.dtype), "steps": [o for o, _ in wf.steps],
-               "bytes_in": src["nbytes"] - skipped, "bytes_out": data.nbytes - skipped,
-               "seconds": round(seconds, 3), "GBps": round((src["nbytes"] - skipped) / seconds / 1e9, 3),
-               "gpu_memory_peak": _gpu_peak(client), "step_seconds": step_seconds, "path": "general",
-               "why_general": why,
-               "first_task_at": step_seconds.pop("first_task_at", None),
-               "submitted_at": step_seconds.pop("submitted_at", None)}
-    if skipped:
-        summary["resumed_bytes"] = skipped  # written by the interrupted run, not by this one
-    if hist is not None:
-        summary["histogram"] = hist
-    if wf.report:
-        from .report import write_report
-
-        summary["report"] = write_report(wf, summary, src["array"], array_path)
-    return summary
+    summary = _summary(wf, client, t0, data.shape, data.dtype, src["nbytes"] - skipped, data.nbytes - skipped,
+                       skipped, step_seconds, {"path": "general", "why_general": why})
+    return _with_files(summary, wf, hist, src["array"], array_path)
 
 
 def _run_direct(wf, client, gpu, overwrite, resume, progress, t0, job_id):
@@ -122,7 +100,6 @@ def _run_direct(wf, client, gpu, overwrite, resume, progress, t0, job_id):
     import zarr
 
     out_path = wf.outputs["path"]
-    attrs = {"distconv": {"workflow": wf.name, "steps": [[o, jsonable(p)] for o, p in wf.steps]}}
     if "variable" in wf.input:
         reason, found, result = direct.dataset_chain(wf, lazy_input(wf))
         if found is None:
@@ -132,18 +109,17 @@ def _run_direct(wf, client, gpu, overwrite, resume, progress, t0, job_id):
         array_path = join(str(out_path), storage.dataset_array_name(result))
         job = storage_job.plan(src_path, array_path, st, src.shape, src.dtype, src.chunks, gpu,
                                src.metadata.to_dict(), wf.outputs.get("chunks"), bins)
-        frame = (result, {**jsonable(dataset_attrs(wf)), **attrs})
-        attrs, dims = {k: jsonable(v) for k, v in result.attrs.items()}, list(map(str, result.dims))
+        frame = result
     else:
         src = zarr.open_array(wf.input["path"], mode="r")
         planned = direct.plan(wf, gpu, src.ndim, src.dtype, src.shape, src.chunks, src.metadata.to_dict())
         if planned is None:
             return None, "a step's mode is wrap (its halo comes from the far edge of the array)"
-        (job, edges), array_path, frame, dims = planned, str(out_path), None, None
+        (job, edges), array_path, frame = planned, str(out_path), None
     resuming = ownership.claim(out_path, overwrite, resume, job=job_id)
-    if frame is not None and not (resuming and Location(out_path).child("zarr.json").exists()):
-        ownership.record_entries(str(out_path), [storage.dataset_array_name(frame[0]), *map(str, frame[0].coords)])
-        storage.write_dataset_frame(str(out_path), *frame)
+    attrs, dims = _attrs(wf), None
+    if frame is not None:
+        array_path, attrs, dims = _dataset_frame(wf, frame, resuming)
     if not (resuming and Location(array_path).child("zarr.json").exists()):
         storage_job.create_output(array_path, src.shape, job.layout.dtype, job.layout, attrs, dims)
     # the block marks' folder, also for a run resumed after the last one dropped it (it was
@@ -157,32 +133,70 @@ def _run_direct(wf, client, gpu, overwrite, resume, progress, t0, job_id):
     workers = sorted(client.scheduler_info()["workers"]) if client is not None else None
     tasks, merged = storage_job.graph(job, job.stencil.name, workers)
     step_seconds, (_, (counts, stages)) = _compute([tasks, merged], client, progress)
-    storage.finish(array_path)
-    if frame is not None:
-        storage.consolidate(str(out_path))
-    ownership.mark_complete(out_path, {"workflow": wf.name})
-    seconds = time.perf_counter() - t0
+    _finish(wf, array_path, frame is not None)
     # a resumed run with a histogram still reads every block (to count it), writes the missing
     nbytes_in = src.nbytes - (0 if edges is not None else skipped_rows * row_in)
-    out_bytes = src.shape[0] * row_out
-    summary = {"workflow": wf.name, "input": wf.input["path"], "output": out_path,
-               "shape": list(src.shape), "dtype": str(np.dtype(job.layout.dtype)),
-               "steps": [o for o, _ in wf.steps], "bytes_in": nbytes_in,
-               "bytes_out": out_bytes - skipped_rows * row_out, "seconds": round(seconds, 3),
-               "GBps": round(nbytes_in / seconds / 1e9, 3), "gpu_memory_peak": _gpu_peak(client),
-               "step_seconds": step_seconds, "path": "direct",
-               "stage_seconds": {k: round(v, 3) for k, v in stages.items()},
+    summary = _summary(wf, client, t0, src.shape, job.layout.dtype, nbytes_in,
+                       (src.shape[0] - skipped_rows) * row_out, skipped_rows * row_out, step_seconds,
+                       {"path": "direct", "stage_seconds": {k: round(v, 3) for k, v in stages.items()}})
+    hist = write_histogram(counts, edges, wf.outputs["histogram"]) if edges is not None else None
+    return _with_files(summary, wf, hist, storage.open_array(job.src), array_path), None
+
+
+def _attrs(wf: Workflow) -> dict:
+    """What an output's attributes say of the workflow that wrote it."""
+    return {"distconv": {"workflow": wf.name, "steps": [[o, jsonable(p)] for o, p in wf.steps]}}
+
+
+def _dataset_frame(wf: Workflow, result, resuming: bool):
+    """A dataset output's group, its coordinates and attributes (the input dataset's and the
+    workflow's) written unless a resumed run finds them: (the variable's array path, its
+    attributes, its dims)."""
+    out_path = str(wf.outputs["path"])
+    name = storage.dataset_array_name(result)
+    if not (resuming and Location(out_path).child("zarr.json").exists()):
+        ownership.record_entries(out_path, [name, *map(str, result.coords)])
+        storage.write_dataset_frame(out_path, result, {**jsonable(dataset_attrs(wf)), **_attrs(wf)})
+    return (join(out_path, name), {k: jsonable(v) for k, v in result.attrs.items()},
+            list(map(str, result.dims)))
+
+
+def _finish(wf: Workflow, array_path: str, dataset: bool):
+    """The block marks dropped, a dataset's metadata consolidated, then the completion mark."""
+    storage.finish(array_path)
+    if dataset:
+        storage.consolidate(str(wf.outputs["path"]))
+    ownership.mark_complete(str(wf.outputs["path"]), {"workflow": wf.name})
+
+
+def _summary(wf: Workflow, client, t0: float, shape, dtype, bytes_in: int, bytes_out: int, resumed: int,
+             step_seconds: dict, extra: dict) -> dict:
+    """The run summary: what was read and written by this run (``resumed``: bytes an
+    interrupted run had written), how fast, where the time went."""
+    import numpy as np
+
+    seconds = time.perf_counter() - t0
+    summary = {"workflow": wf.name, "input": wf.input["path"], "output": str(wf.outputs["path"]),
+               "shape": list(shape), "dtype": str(np.dtype(dtype)), "steps": [o for o, _ in wf.steps],
+               "bytes_in": bytes_in, "bytes_out": bytes_out, "seconds": round(seconds, 3),
+               "GBps": round(bytes_in / seconds / 1e9, 3), "gpu_memory_peak": _gpu_peak(client),
+               "step_seconds": step_seconds, **extra,
                "first_task_at": step_seconds.pop("first_task_at", None),
                "submitted_at": step_seconds.pop("submitted_at", None)}
-    if skipped_rows:
-        summary["resumed_bytes"] = skipped_rows * row_out
-    if edges is not None:
-        summary["histogram"] = write_histogram(counts, edges, wf.outputs["histogram"])
+    if resumed:
+        summary["resumed_bytes"] = resumed  # written by the interrupted run, not by this one
+    return summary
+
+
+def _with_files(summary: dict, wf: Workflow, hist, source, array_path: str) -> dict:
+    """The histogram files and the report, named in the summary."""
+    if hist is not None:
+        summary["histogram"] = hist
     if wf.report:
         from .report import write_report
 
-        summary["report"] = write_report(wf, summary, storage.open_array(job.src), array_path)
-    return summary, None
+        summary["report"] = write_report(wf, summary, source, array_path)
+    return summary
 
 
 def _compute(job, client, progress) -> tuple[dict, object]:
