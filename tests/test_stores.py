@@ -61,6 +61,10 @@ def test_the_xarray_snippet_runs_on_the_engine_and_opens_with_coords(tmp_path, r
     np.testing.assert_array_equal(back.lat.values, ds.lat.values)
     whole = src.distconv.gaussian_filter({"lat": 1.0}).distconv.to_zarr(str(tmp_path / "d.zarr"))
     assert whole["t"]["path"] == "engine" and xr.open_zarr(tmp_path / "d.zarr").attrs["title"] == "test"
+    for out in ("o.zarr", "d.zarr"):
+        assert (tmp_path / out / ownership.COMPLETE).exists()
+    again = src.distconv.gaussian_filter({"lat": 1.0}).distconv.to_zarr(str(tmp_path / "d.zarr"), overwrite=True)
+    assert again["t"]["path"] == "engine"
 
 
 @pytest.mark.parametrize("make, why", [

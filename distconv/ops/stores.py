@@ -38,6 +38,7 @@ def _dataset(ds, path: str, overwrite: bool, client) -> dict:
     report = {n: _array(ds[n].data, join(path, n), client, dict(ds[n].attrs), list(map(str, ds[n].dims)))
               for n in names}
     storage.consolidate(str(path))
+    ownership.mark_complete(str(path), {"by": "dc.to_zarr"})  # last: the whole dataset is there
     return report
 
 
