@@ -154,16 +154,23 @@ def fs_type(path: Path) -> str:
     return kind
 
 
+def node_arguments(name: str, cpu_workers: int) -> argparse.ArgumentParser:
+    """The options every end-to-end script takes: size, output, data folder, the CPU anchors'
+    cluster."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gib", type=float, default=16)
+    ap.add_argument("--out", default=f"{name}.json")
+    ap.add_argument("--root", default=os.environ.get("TMPDIR", "/tmp") + f"/dc-{name}")
+    ap.add_argument("--cpu-workers", type=int, default=cpu_workers)
+    ap.add_argument("--cpu-threads", type=int, default=4)
+    return ap
+
+
 def main():
     global CHUNK, WIDTH, SPY
     import scipy.ndimage as ndi
 
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--gib", type=float, default=16)
-    ap.add_argument("--out", default="e2e.json")
-    ap.add_argument("--root", default=os.environ.get("TMPDIR", "/tmp") + "/dc-e2e")
-    ap.add_argument("--cpu-workers", type=int, default=8)
-    ap.add_argument("--cpu-threads", type=int, default=4)
+    ap = node_arguments("e2e", 8)
     ap.add_argument("--chunk", type=int, default=4096, help="storage chunk side of the input")
     ap.add_argument("--cases", default="a,b,chain3", help="which distconv runs (a sweep: a,b)")
     ap.add_argument("--no-anchors", action="store_true", help="skip dask-image and the zarr copy")

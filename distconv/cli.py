@@ -70,7 +70,9 @@ def _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path
         try:
             wf = workflow.load(path)
             loaded.append(wf)
-            todo.append((path, wf, workflow.preflight(wf, overwrite or None, resume)))
+            # what the output records, computed once for the check and the run (bovw records none)
+            job = workflow.job_of(wf) if wf.kind == "array" else {}
+            todo.append((path, wf, workflow.preflight(wf, overwrite or None, resume, job), job))
         except workflow.WorkflowError as e:
             problems.append(where + str(e))
     try:
@@ -84,7 +86,7 @@ def _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path
     if problems:
         _fail("; ".join(problems))
     summaries = []
-    for path, wf, action in todo:
+    for path, wf, action, _ in todo:
         if action == "done":  # --resume of a finished output of this same job: nothing to run
             click.echo(workflow.format_summary(workflow.done_summary(wf)))
     todo = [t for t in todo if t[2] != "done"]
@@ -94,10 +96,10 @@ def _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path
     try:
         with cluster(cluster_path) as client:
             cluster_up = time.time()
-            for path, wf, _ in todo:
+            for path, wf, _, job in todo:
                 current[0] = path
                 summary = workflow.run(wf, client, overwrite=overwrite or None, progress=not no_progress,
-                                       resume=resume)
+                                       resume=resume, job=job)
                 _timings(summary, started, checked, cluster_up)
                 started = checked = cluster_up = time.time()  # the next one's start-up is its own
                 click.echo(workflow.format_summary(summary))

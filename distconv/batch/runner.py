@@ -43,8 +43,9 @@ def done_summary(wf: Workflow) -> dict:
 
 
 def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool = True,
-        resume: bool = False) -> dict:
-    """Run a checked workflow on ``client`` (or the local scheduler); returns the summary."""
+        resume: bool = False, job: dict | None = None) -> dict:
+    """Run a checked workflow on ``client`` (or the local scheduler); returns the summary.
+    ``job``: identity.job(wf), when the caller has it from its own check."""
     overwrite = wf.overwrite if overwrite is None else overwrite
     out_path = wf.outputs["path"]
     if wf.kind == "bovw":
@@ -52,7 +53,7 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
         from .bovw import run_bovw
 
         return run_bovw(wf, client, overwrite)
-    job = identity.job(wf)
+    job = identity.job(wf) if job is None else job
     action = preflight(wf, overwrite, resume, job)
     if action == "done":
         return done_summary(wf)
