@@ -57,19 +57,24 @@ def _shape(path: Path) -> tuple | None:
     return tuple(json.loads(meta.read_text())["shape"]) if meta.exists() else None
 
 
-def distconv_run(name: str, root: Path, src: Path, steps: list, hist=None) -> dict:
-    """`distconv run` in a fresh process (what a user times), default cluster, chunks auto."""
+def distconv_run(name: str, root: Path, src: Path, steps: list, hist=None, cluster=None, region=None) -> dict:
+    """`distconv run` in a fresh process (what a user times), chunks auto, the default cluster
+    or ``cluster`` (its YAML mapping); ``region``: input.region."""
     import yaml
 
     from distconv.graph import ownership
 
     out = root / f"{name}.zarr"
-    wf = {"name": name, "input": {"path": str(src)}, "chunks": "auto", "steps": steps,
+    inp = {"path": str(src), **({"region": region} if region else {})}
+    wf = {"name": name, "input": inp, "chunks": "auto", "steps": steps,
           "outputs": {"path": str(out), **({"histogram": hist} if hist else {})}}
     p = root / f"{name}.yaml"
     p.write_text(yaml.safe_dump(wf))
     summary = root / f"{name}.json"
     cmd = [sys.executable, "-m", "distconv.cli", "run", str(p), "--overwrite", "--no-progress", "--json", str(summary)]
+    if cluster:
+        (root / f"{name}-cluster.yaml").write_text(yaml.safe_dump({"cluster": cluster}))
+        cmd += ["--cluster", str(root / f"{name}-cluster.yaml")]
     # a previous run's output deleted before the timed job, as distconv's --overwrite would: only a
     # store distconv wrote, with nothing foreign in it (an error otherwise)
     ownership.claim(str(out), overwrite=True)
@@ -111,18 +116,20 @@ def cpu_anchors(src: Path, root: Path, workers: int, threads: int) -> dict:
     return out
 
 
-def check(out: Path, src: Path, fn, bands) -> bool:
+def check(out: Path, src: Path, fn, bands, offset=(0, None)) -> bool:
     """Output rows equal fn(input rows with 40 rows of context) on each band, read by plain
-    zarr-python (rows within 20 of an artificial cut of the context are not compared)."""
+    zarr-python (rows within 20 of an artificial cut of the context are not compared).
+    ``offset``: the input rows (start, stop) the output's rows are (a region's)."""
     import zarr
 
     zarr.config.set({"codec_pipeline.path": "zarr.core.codec_pipeline.BatchedCodecPipeline"})
     zo, zi = zarr.open_array(str(out), mode="r"), zarr.open_array(str(src), mode="r")
-    n = zi.shape[0]
+    first = offset[0]
+    n = (offset[1] or zi.shape[0]) - first
     for r in bands:
         lo, hi = max(0, r - 40), min(n, r + 40)
         a, b = lo + (20 if lo > 0 else 0), hi - (20 if hi < n else 0)
-        ref = fn(zi[lo:hi])[a - lo:b - lo]
+        ref = fn(zi[first + lo:first + hi])[a - lo:b - lo]
         got = zo[a:b]
         if not np.allclose(got, ref, rtol=1e-4, atol=1e-3):
             print("MISMATCH at rows", r, float(np.abs(got - ref).max()), flush=True)
@@ -166,13 +173,55 @@ def node_arguments(name: str, cpu_workers: int) -> argparse.ArgumentParser:
     return ap
 
 
+def drop(out: Path):
+    """A checked output removed (distconv's own files only): the node's disk holds few 16 GiB runs."""
+    from distconv.graph import ownership
+
+    if out.exists():
+        ownership.remove_owned(str(out))  # refuses before deleting anything not distconv's
+        (out / ownership.OWNER).unlink()
+        out.rmdir()  # empty now, or it raises: nothing else is touched
+
+
+def check_cumsum(out: Path, src: Path, bands) -> bool:
+    """Output rows of a cumsum along axis 0 equal the float64 prefix sums of the input, on each
+    band: the carry into a band from column sums of every row above it (the whole input read
+    once through zarr), the band's own rows summed here."""
+    import zarr
+
+    zi = zarr.open_array(str(src), mode="r")
+    zarr.config.set({"codec_pipeline.path": "zarr.core.codec_pipeline.BatchedCodecPipeline"})
+    zo = zarr.open_array(str(out), mode="r")
+    n, step = zi.shape[0], CHUNK
+    starts = sorted({max(0, r - 8) for r in bands})
+    carry, at, total = {}, 0, np.zeros(zi.shape[1:], np.float64)
+    for a in starts:
+        while at < a:
+            b = min(a, (at // step + 1) * step)
+            total += zi[at:b].sum(axis=0, dtype=np.float64)
+            at = b
+        carry[a] = total.copy()
+    for a in starts:
+        b = min(n, a + 16)
+        ref = carry[a] + np.cumsum(zi[a:b], axis=0, dtype=np.float64)
+        got = zo[a:b].astype(np.float64)
+        tol = 4e-6 * (np.arange(a, b) + 1)[:, None] * 4  # float32 sums of ~n terms of |x| <= 4
+        if not np.all(np.abs(got - ref) <= tol):
+            print("MISMATCH at rows", a, float(np.abs(got - ref).max()), flush=True)
+            return False
+    return True
+
+
 def main():
     global CHUNK, WIDTH, SPY
     import scipy.ndimage as ndi
 
+    from distconv.backends.devices import gpu_count
+
     ap = node_arguments("e2e", 8)
     ap.add_argument("--chunk", type=int, default=4096, help="storage chunk side of the input")
-    ap.add_argument("--cases", default="a,b,chain3", help="which distconv runs (a sweep: a,b)")
+    ap.add_argument("--cases", default="a,b,chain3",
+                    help="which runs: a, b, chain3, cumsum0, region, cpu (distconv run on a CPU cluster)")
     ap.add_argument("--no-anchors", action="store_true", help="skip dask-image and the zarr copy")
     ap.add_argument("--spy", default="", help="gil:FOLDER or idle:FOLDER: py-spy each distconv run")
     a = ap.parse_args()
@@ -188,15 +237,19 @@ def main():
     nbytes = rows * WIDTH * 4
     bands = sorted({0, CHUNK, 2 * CHUNK - 2, 2 * CHUNK + 1, rows // 2 + 3, rows - 1} & set(range(rows)))
     conv = lambda v: ndi.correlate(v, W5, mode="reflect")  # noqa: E731
+    conv5 = [{"op": "correlate", "weights": W5.tolist()}]
     cases = a.cases.split(",")
-    results = {}
+    results = {}  # key -> (summary, bytes read)
+    gpus = gpu_count()
     # (b) reads (a)'s output: run (a) unless it is asked for or an (a) output of this size is there
     if "a" in cases or ("b" in cases and _shape(root / "conv5-a.zarr") != (rows, WIDTH)):
-        results["a"] = distconv_run("conv5-a", root, src, [{"op": "correlate", "weights": W5.tolist()}])
+        results["a"] = distconv_run("conv5-a", root, src, conv5)
         results["a"]["checked"] = check(root / "conv5-a.zarr", src, conv, bands)
     if "b" in cases:
-        results["b"] = distconv_run("conv5-b", root, root / "conv5-a.zarr", [{"op": "correlate", "weights": W5.tolist()}])
+        results["b"] = distconv_run("conv5-b", root, root / "conv5-a.zarr", conv5)
         results["b"]["checked"] = check(root / "conv5-b.zarr", root / "conv5-a.zarr", conv, bands)
+        drop(root / "conv5-b.zarr")
+    drop(root / "conv5-a.zarr")
     if "chain3" in cases:
         hist = {"bins": 256, "range": [-4.0, 4.0], "json": str(root / "chain3-hist.json")}
         results["chain3"] = distconv_run("chain3", root, src, [{"op": "gaussian_filter", "sigma": 2.0},
@@ -205,30 +258,58 @@ def main():
         counts = json.loads(Path(hist["json"]).read_text())["counts"]
         results["chain3"]["checked"] = (check(root / "chain3.zarr", src, chain, bands)
                                         and counts == stored_histogram(root / "chain3.zarr", hist))
+        drop(root / "chain3.zarr")
+    if "cumsum0" in cases:
+        results["cumsum0"] = distconv_run("cumsum0", root, src, [{"op": "cumsum", "axis": 0}])
+        results["cumsum0"]["checked"] = check_cumsum(root / "cumsum0.zarr", src, bands)
+        drop(root / "cumsum0.zarr")
+    box = ((rows // 8, rows - rows // 8), (WIDTH // 16, WIDTH - WIDTH // 16))
+    if "region" in cases:
+        results["region"] = distconv_run("region-conv5", root, src, conv5, region={k: list(v) for k, v in enumerate(box)})
+        cut = lambda v: v[:, box[1][0]:box[1][1]]  # noqa: E731
+        rband = [r - box[0][0] for r in bands if box[0][0] <= r < box[0][1]] + [0, box[0][1] - box[0][0] - 1]
+        results["region"]["checked"] = check(root / "region-conv5.zarr", src, lambda v: conv(cut(v)), sorted(set(rband)),
+                                             offset=box[0])
+        drop(root / "region-conv5.zarr")
+    if "cpu" in cases:
+        cluster = {"type": "cpu", "n_workers": a.cpu_workers, "threads_per_worker": a.cpu_threads}
+        results["cpu"] = distconv_run("cpu-conv5", root, src, conv5, cluster=cluster)
+        results["cpu"]["checked"] = check(root / "cpu-conv5.zarr", src, conv, bands)
+        drop(root / "cpu-conv5.zarr")
     anchors = {"dask_image": None, "copy": None} if a.no_anchors else cpu_anchors(src, root, a.cpu_workers,
                                                                                   a.cpu_threads)
+    region_bytes = (box[0][1] - box[0][0]) * (box[1][1] - box[1][0]) * 4
     rows_out = []
-    for key, case in (("a", "e2e_zarr_conv5"), ("b", "e2e_zarr_conv5"), ("chain3", "e2e_chain3")):
+    for key, case, layout in (("a", "e2e_zarr_conv5", "unsharded 64 MiB chunks"), ("b", "e2e_zarr_conv5", "distconv's shards"),
+                              ("chain3", "e2e_chain3", "unsharded 64 MiB chunks"),
+                              ("cumsum0", "e2e_cumsum_axis0", "unsharded 64 MiB chunks"),
+                              ("region", "e2e_region_conv5", "unsharded 64 MiB chunks, a region"),
+                              ("cpu", "cpu_zarr_conv5", "unsharded 64 MiB chunks")):
         if key not in results:
             continue
         s = results[key]
         di, cp = anchors["dask_image"], anchors["copy"]
-        gbps = nbytes / s["seconds"] / 1e9
-        rows_out.append({
-            "case": case, "layer": "end to end", "layout": {"a": "unsharded 64 MiB chunks", "b": "distconv's shards",
-                                                            "chain3": "unsharded 64 MiB chunks"}[key],
-            "gpus": None, "GBps": round(gbps, 2), "wall_GBps": round(nbytes / s["wall_s"] / 1e9, 2),
+        work = region_bytes if key == "region" else nbytes
+        gbps = work / s["seconds"] / 1e9
+        row = {
+            "case": case, "layer": "end to end", "layout": layout, "gpus": 0 if key == "cpu" else gpus,
+            "GBps": round(gbps, 2), "wall_GBps": round(work / s["wall_s"] / 1e9, 2),
             "seconds": s["seconds"], "wall_s": s["wall_s"], "startup_s": s.get("startup_s"),
             "startup": s.get("startup"), "storage": fs_type(root),
             "anchor": "dask-image correlate, CPU LocalCluster", "anchor_ms": di and round(di * 1e3),
-            "speedup": di and round(di / s["seconds"], 2),
+            "speedup": di and round(di * work / nbytes / s["seconds"], 2),
             "zarr_copy_GBps": cp and round(nbytes / cp / 1e9, 2),
-            "vs_copy_floor": cp and round(cp / s["seconds"], 2),
+            "vs_copy_floor": cp and round(cp * work / nbytes / s["seconds"], 2),
             "io_slots": os.environ.get("DASK_DISTCONV__IO_SLOTS", "default"),
             "stage_seconds": s.get("stage_seconds"), "step_seconds": s.get("step_seconds"),
-            "path": s.get("path"), "checked": bool(s["checked"])})
-        print(json.dumps(rows_out[-1]), flush=True)
-    Path(a.out).write_text(json.dumps({"bytes": nbytes, "rows": rows_out, "anchors_s": anchors}, indent=1))
+            "path": s.get("path"), "why_general": s.get("why_general"), "checked": bool(s["checked"])}
+        if key in ("cumsum0", "region") and "a" in results:
+            row["vs_conv5"] = round(gbps / (nbytes / results["a"]["seconds"] / 1e9), 2)
+        if key == "cpu":
+            row["cpu_cluster"] = f"{a.cpu_workers} workers x {a.cpu_threads} threads, as the anchors"
+        rows_out.append(row)
+        print(json.dumps(row), flush=True)
+    Path(a.out).write_text(json.dumps({"bytes": nbytes, "gpus": gpus, "rows": rows_out, "anchors_s": anchors}, indent=1))
 
 
 if __name__ == "__main__":

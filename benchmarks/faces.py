@@ -56,20 +56,10 @@ def make_dataset(root: Path, rows: int) -> Path:
     return ds
 
 
-def drop(out: Path):
-    """A checked output removed (distconv's own files only): the node's disk holds few 16 GiB runs."""
-    from distconv.graph import ownership
-
-    if out.exists():
-        ownership.remove_owned(str(out))  # refuses before deleting anything not distconv's
-        (out / ownership.OWNER).unlink()
-        out.rmdir()  # empty now, or it raises: nothing else is touched
-
-
 def snippet(name: str, root: Path, text: str) -> dict:
     """Run a snippet in a fresh process; its wall seconds, counted as a user's."""
     out = root / f"{name}.zarr"
-    drop(out)  # a previous run's
+    e2e.drop(out)  # a previous run's
     (root / f"{name}.py").write_text(text)
     os.sync()
     t = time.perf_counter()
@@ -101,13 +91,13 @@ def main():
     gauss = lambda v: ndi.gaussian_filter(v, 2.0)  # noqa: E731
     run = e2e.distconv_run("run-conv5", root, src, [{"op": "correlate", "weights": e2e.W5.tolist()}])
     run["checked"] = e2e.check(root / "run-conv5.zarr", src, conv, bands)
-    drop(root / "run-conv5.zarr")
+    e2e.drop(root / "run-conv5.zarr")
     api = snippet("api-conv5", root, API.format(src=str(src), w=e2e.W5.tolist(), dst=str(root / "api-conv5.zarr")))
     api["checked"] = e2e.check(api["out"], src, conv, bands)
-    drop(api["out"])
+    e2e.drop(api["out"])
     xa = snippet("xarray-gaussian", root, XARRAY.format(src=str(ds), dst=str(root / "xarray-gaussian.zarr")))
     xa["checked"] = e2e.check(xa["out"] / "v", src, gauss, bands)
-    drop(xa["out"])
+    e2e.drop(xa["out"])
     anchors = e2e.cpu_anchors(src, root, a.cpu_workers, a.cpu_threads)
     di = anchors["dask_image"]
     job_gbps = nbytes / run["seconds"] / 1e9
