@@ -16,7 +16,7 @@ from distconv.graph import batches, plain_chunks, shards, storage_job
 def _job(rows, n0, depth, workers, limit, width=9, src="in"):
     layout = shards.Layout((n0, width), (7, width), (7, width), "<f4")
     job = types.SimpleNamespace(row_blocks=rows, layout=layout, stencil=types.SimpleNamespace(depth=(depth, (0, 0))),
-                                src=src, run="r")
+                                src=src, run="r", row_limits=lambda: (0, n0))
     job.batches = batches.plan(rows, width * 4, workers, limit)
     return job
 

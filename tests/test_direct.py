@@ -54,7 +54,7 @@ def test_chain_equals_scipy_across_blocks_and_shards(tmp_path, small_blocks, sha
     got = out[...]
     assert np.isfinite(got).all()
     np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-4)
-    job, _ = direct.plan(wf, False, x.ndim, x.dtype, x.shape, chunks)
+    job, _, _ = direct.plan(wf, False, x.ndim, x.dtype, x.shape, chunks)
     assert len(job.row_blocks) > 2
 
 
@@ -77,7 +77,7 @@ def test_resume_writes_only_missing_blocks(tmp_path, small_blocks):
     (out / ownership.COMPLETE).unlink()
     (out / ownership.BLOCKS).mkdir()
     x = _stored(wf.input["path"])
-    job, _ = direct.plan(wf, False, x.ndim, x.dtype, x.shape, x.chunks)
+    job, _, _ = direct.plan(wf, False, x.ndim, x.dtype, x.shape, x.chunks)
     for i in range(1, len(job.row_blocks)):
         (out / ownership.BLOCKS / storage_job.block_mark(job, i)).touch()
     victim = next((out / "c").iterdir())
@@ -91,7 +91,8 @@ def test_resume_writes_only_missing_blocks(tmp_path, small_blocks):
     assert s["resumed_bytes"] == (64 - (r1 - r0)) * 40 * clean.itemsize
 
 
-@pytest.mark.parametrize("key", ["distconv.io-slots", "distconv.device-blocks", "distconv.decode-batch-bytes"])
+@pytest.mark.parametrize("key", ["distconv.io-slots", "distconv.device-blocks", "distconv.decode-batch-bytes",
+                                 "distconv.scan-hold-bytes"])
 def test_bad_io_slots_config_is_refused_before_any_work(tmp_path, key):
     import dask
 
@@ -110,8 +111,8 @@ def test_wrap_and_non_stencil_steps_take_the_general_path(tmp_path):
     np.testing.assert_allclose(_stored(wf.outputs["path"])[...],
                                ndi.gaussian_filter(_stored(wf.input["path"])[...], 1.0, mode="wrap"), atol=1e-5)
     (tmp_path / "b").mkdir()
-    wf2 = _workflow(tmp_path / "b", (40, 30), (10, 30), [{"op": "cumsum", "axis": 0}])
-    assert direct.why_not(wf2) == "a step is not a stencil"
+    wf2 = _workflow(tmp_path / "b", (40, 30), (10, 30), [{"op": "cumsum", "axis": 0}, {"op": "laplace"}])
+    assert direct.why_not(wf2) == "a step is neither a stencil nor a scan as the last step"
 
 
 @pytest.mark.parametrize("shape, shard", [((50, 37), (16, 20)), ((9, 10, 11), (4, 10, 8))])
@@ -190,7 +191,7 @@ def test_distconv_output_as_input_reads_its_shards(tmp_path, small_blocks):
     p.write_text(yaml.safe_dump(doc))
     wf2 = batch.load(p)
     src = _stored(wf.outputs["path"])
-    job, _ = direct.plan(wf2, False, 2, src.dtype, src.shape, src.chunks, src.metadata.to_dict())
+    job, _, _ = direct.plan(wf2, False, 2, src.dtype, src.shape, src.chunks, src.metadata.to_dict())
     assert job.src_layout is not None
     s = batch.run(wf2, progress=False)
     assert s["path"] == "direct"

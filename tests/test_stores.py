@@ -44,6 +44,18 @@ def test_the_python_snippet_runs_on_the_engine(tmp_path, rng, small_blocks):
     assert dc.to_zarr(z, str(tmp_path / "out.zarr"), overwrite=True)["path"] == "engine"
 
 
+@pytest.mark.parametrize("chain", [False, True])
+def test_a_scan_along_the_first_axis_runs_on_the_engine(tmp_path, rng, small_blocks, chain):
+    x = _array(tmp_path, rng, dtype=np.float64)
+    y = da.from_zarr(str(tmp_path / "in.zarr"))
+    if chain:
+        y = dc.gaussian_filter(y, sigma=1.0)
+    report = dc.to_zarr(dc.cumsum(y, axis=0), str(tmp_path / "out.zarr"))
+    assert report["path"] == "engine" and report["tasks"] > 3, report
+    ref = np.cumsum(ndi.gaussian_filter(x, 1.0) if chain else x, axis=0)
+    np.testing.assert_allclose(zarr.open_array(str(tmp_path / "out.zarr"), mode="r")[...], ref, rtol=1e-10, atol=1e-9)
+
+
 def test_the_xarray_snippet_runs_on_the_engine_and_opens_with_coords(tmp_path, rng, small_blocks):
     data = rng.standard_normal((5, 61, 40)).astype(np.float32)
     ds = xr.Dataset({"t": (("time", "lat", "lon"), data, {"units": "K"})},
@@ -71,7 +83,7 @@ def test_the_xarray_snippet_runs_on_the_engine_and_opens_with_coords(tmp_path, r
     (lambda x: dc.gaussian_filter(x[3:], 1.0), "not a Zarr array read whole"),
     (lambda x: dc.gaussian_filter(x, 1.0, mode="wrap"), "wrap"),
     (lambda x: x + 1, "not the result of distconv filters"),
-    (lambda x: dc.cumsum(x, axis=0), "not the result of distconv filters"),
+    (lambda x: dc.cumsum(x), "not the result of distconv filters or scans"),  # flattened
 ])
 def test_what_the_engine_cannot_take_is_written_by_dask_and_says_why(tmp_path, rng, make, why):
     x = _array(tmp_path, rng, (64, 40), (16, 40), np.float64)

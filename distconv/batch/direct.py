@@ -1,8 +1,10 @@
-"""The direct path of a workflow: Zarr in -> the fused stencil chain -> sharded Zarr out, one
-task per block (graph.storage_job). Taken when the input is a local Zarr array or a dataset
-variable read as stored, every step is a stencil (filters, derivative, laplace) with a
-boundary mode other than wrap, no region is cut and the output is zstd; whatever the
-``chunks:`` (the engine makes its own blocks). Otherwise the general dask path runs."""
+"""The direct path of a workflow: Zarr in -> the fused stencil chain, then a scan if the last
+step is one -> sharded Zarr out, one task per block (graph.storage_job; a scan along the first
+axis two, its carries chained between them). Taken when the input is a local Zarr array or a
+dataset variable read as stored, every step is a stencil with a boundary mode other than wrap
+(the last may be a scan along an axis), and the output is zstd; with or without a region,
+whatever the ``chunks:`` (the engine makes its own blocks). Otherwise the general dask path
+runs, and the summary says why."""
 
 from __future__ import annotations
 
@@ -11,25 +13,33 @@ from pathlib import Path
 import numpy as np
 
 from ..graph import storage_job
+from ..core.stencil import identity
 from ..ops.filters import chain_name, fused_chain, stencil_of
 from ..ops.histograms import planned_edges
 from ..ops.registry import OPS
+from ..ops.scans import scan_step
+from .inputs import region_box
 from .workflow import Workflow
 
 
 def why_not(wf: Workflow) -> str | None:
-    """None when the direct path applies, else the reason it does not."""
+    """None when the direct path may apply (plan() has the last word), else the reason it
+    does not."""
     inp = wf.input
     if wf.kind != "array":
         return "not an array workflow"
-    if inp.get("region"):
-        return "input.region is set"
     if wf.outputs.get("codec", "zstd") != "zstd":
         return f"outputs.codec is {wf.outputs.get('codec')!r}"
     if "://" in inp["path"] or "://" in wf.outputs["path"]:
         return "a store that is not a local folder"
-    if not all(OPS[op].stencil for op, _ in wf.steps):
-        return "a step is not a stencil"
+    ops = [OPS[op] for op, _ in wf.steps]
+    if not all(op.stencil for op in ops[:-1]) or not (ops[-1].stencil or ops[-1].scan):
+        return "a step is neither a stencil nor a scan as the last step"
+    scan = ops[-1].scan
+    if "variable" in inp and (inp.get("region") or scan):
+        return "a region or a scan of a dataset variable"
+    if scan and inp.get("region") and inp.get("region_edges", "mode") == "data":
+        return "a scan with input.region_edges: data (its carry starts before the region)"
     hist = wf.outputs.get("histogram")
     if hist and np.ndim(hist.get("bins", 256)) == 0 and hist.get("range") is None:
         return "the histogram has no range (it needs a pass over the result first)"
@@ -43,7 +53,7 @@ def takes(wf: Workflow, arr) -> bool:
         return False
     if "variable" in wf.input:
         return dataset_chain(wf, arr)[1] is not None
-    return not _periodic(_stencils(wf, arr.ndim, arr.dtype))
+    return _steps(wf, arr.ndim, arr.dtype)[2] is None
 
 
 def dataset_chain(wf: Workflow, arr):
@@ -69,24 +79,36 @@ def bins_of(wf: Workflow, dtype):
     return edges, (kernel_edges, uniform)
 
 
-def _stencils(wf: Workflow, ndim: int, dtype) -> list:
-    return [stencil_of(OPS[op].func, ndim, dtype, **params) for op, params in wf.steps]
-
-
-def _periodic(stencils) -> bool:
-    """A wrap mode rules the direct path out: it reads its halo from the far edge."""
-    return any(any(s.periodic) for s in stencils)
+def _steps(wf: Workflow, ndim: int, dtype):
+    """(the fused stencil chain, the scan after it or None, why the engine cannot run them or
+    None)."""
+    steps = list(wf.steps)
+    last = steps.pop() if OPS[steps[-1][0]].scan else None
+    stencils = [stencil_of(OPS[op].func, ndim, dtype, **params) for op, params in steps]
+    if any(any(s.periodic) for s in stencils):  # wrap reads its halo from the far edge
+        return None, None, "a step's mode is wrap (its halo comes from the far edge of the array)"
+    # task names read as the steps on the dashboard and in the summary: distconv-gaussian-laplace
+    st = fused_chain(stencils, chain_name(stencils)) if stencils else identity(ndim)
+    if last is None:
+        return st, None, None
+    scan = scan_step(OPS[last[0]].func, ndim, st.result_dtype(dtype), **last[1])  # over the chain's result
+    if scan.axis is None:
+        return None, None, f"{last[0]} with axis: null (it scans the flattened array)"
+    if not stencils:
+        st = identity(ndim, scan.name)
+    return st, scan, None
 
 
 def plan(wf: Workflow, gpu: bool, ndim: int, dtype, shape, storage_chunks, src_meta=None):
-    """(job, numpy histogram edges or None), or None when a stencil's mode rules the path
-    out (wrap reads its halo from the far edge of the array)."""
-    stencils = _stencils(wf, ndim, dtype)
-    if _periodic(stencils):
-        return None
-    # task names read as the steps on the dashboard and in the summary: distconv-gaussian-laplace
-    st = fused_chain(stencils, chain_name(stencils))
-    edges, bins = bins_of(wf, st.result_dtype(dtype))
+    """(job, numpy histogram edges or None, None), or (None, None, why the engine cannot run
+    the steps)."""
+    st, scan, why = _steps(wf, ndim, dtype)
+    if why is not None:
+        return None, None, why
+    edges, bins = bins_of(wf, scan.dtype if scan is not None else st.result_dtype(dtype))
+    region = wf.input.get("region")
+    window = region_box(region, shape) if region else ()
     job = storage_job.plan(str(Path(wf.input["path"])), wf.outputs["path"], st, shape, dtype, storage_chunks,
-                           gpu, src_meta, wf.outputs.get("chunks"), bins)
-    return job, edges
+                           gpu, src_meta, wf.outputs.get("chunks"), bins, window,
+                           wf.input.get("region_edges", "mode") == "data", scan)
+    return job, edges, None

@@ -113,17 +113,26 @@ def region_problems(region, shape, dims=None) -> list[str]:
     return problems
 
 
-def _region(arr, region):
-    """``arr`` cut to ``region`` (checked first: a WorkflowError names every problem)."""
-    dims = list(arr.dims) if hasattr(arr, "dims") else None
-    problems = region_problems(region, arr.shape, dims)
+def region_box(region, shape, dims=None) -> tuple:
+    """((start, stop), ...) per axis of an array of ``shape`` (``dims``: its dimension names)
+    that ``region`` selects, null edges filled in (checked first: a WorkflowError names every
+    problem)."""
+    problems = region_problems(region, shape, dims)
     if problems:
         raise WorkflowError("; ".join(problems))
     names = [str(d) for d in dims] if dims is not None else None
-    cut = [slice(None)] * arr.ndim
+    box = [(0, n) for n in shape]
     for key, (start, stop) in region.items():
-        cut[names.index(str(key)) if names is not None else int(key)] = slice(start, stop)
-    return arr.isel(dict(zip(dims, cut))) if dims is not None else arr[tuple(cut)]
+        axis = names.index(str(key)) if names is not None else int(key)
+        box[axis] = (0 if start is None else start, shape[axis] if stop is None else stop)
+    return tuple(box)
+
+
+def _region(arr, region):
+    """``arr`` cut to ``region`` (checked first: a WorkflowError names every problem)."""
+    dims = list(arr.dims) if hasattr(arr, "dims") else None
+    cut = tuple(slice(a, b) for a, b in region_box(region, arr.shape, dims))
+    return arr.isel(dict(zip(dims, cut))) if dims is not None else arr[cut]
 
 
 def dataset_attrs(wf: Workflow) -> dict:

@@ -26,7 +26,7 @@ def preflight(wf: Workflow, overwrite: bool | None = None, resume: bool = False,
         action = ownership.check_target(wf.outputs["path"], overwrite, resume, job=job)
     except ownership.OutputError as e:
         problems.append(str(e))
-    for read in (storage_job.io_slots, storage_job.device_blocks, storage_job.batch_bytes):
+    for read in (storage_job.io_slots, storage_job.device_blocks, storage_job.batch_bytes, storage_job.held_bytes):
         try:
             read()
         except ValueError as e:
@@ -105,7 +105,7 @@ def _run_direct(wf, client, gpu, overwrite, resume, progress, t0, job_id):
         reason, found, result = direct.dataset_chain(wf, lazy_input(wf))
         if found is None:
             return None, reason
-        src, src_path, st = found
+        src, src_path, st, _ = found  # why_not leaves scans of variables to the general path
         edges, bins = direct.bins_of(wf, st.result_dtype(src.dtype))
         array_path = join(str(out_path), storage.dataset_array_name(result))
         job = storage_job.plan(src_path, array_path, st, src.shape, src.dtype, src.chunks, gpu,
@@ -113,32 +113,34 @@ def _run_direct(wf, client, gpu, overwrite, resume, progress, t0, job_id):
         frame = result
     else:
         src = zarr.open_array(wf.input["path"], mode="r")
-        planned = direct.plan(wf, gpu, src.ndim, src.dtype, src.shape, src.chunks, src.metadata.to_dict())
-        if planned is None:
-            return None, "a step's mode is wrap (its halo comes from the far edge of the array)"
-        (job, edges), array_path, frame = planned, str(out_path), None
+        job, edges, why = direct.plan(wf, gpu, src.ndim, src.dtype, src.shape, src.chunks, src.metadata.to_dict())
+        if job is None:
+            return None, why
+        array_path, frame = str(out_path), None
     resuming = ownership.claim(out_path, overwrite, resume, job=job_id)
     attrs, dims = _attrs(wf), None
     if frame is not None:
         array_path, attrs, dims = _dataset_frame(wf, frame, resuming)
+    shape = job.layout.shape  # the input's, or its region's
     if not (resuming and Location(array_path).child("zarr.json").exists()):
-        storage_job.create_output(array_path, src.shape, job.layout.dtype, job.layout, attrs, dims)
+        storage_job.create_output(array_path, shape, job.layout.dtype, job.layout, attrs, dims)
     # the block marks' folder, also for a run resumed after the last one dropped it (it was
     # interrupted between finishing the blocks and marking the output complete)
     Location(array_path).child(ownership.BLOCKS).make_dir()
     done = ownership.written_blocks(array_path) if resuming else set()
-    row_in = src.nbytes // max(src.shape[0], 1)
-    row_out = row_in // src.dtype.itemsize * np.dtype(job.layout.dtype).itemsize
+    row_in = int(np.prod(shape[1:])) * src.dtype.itemsize
+    row_out = int(np.prod(shape[1:])) * np.dtype(job.layout.dtype).itemsize
     skipped_rows = sum(r1 - r0 for i, (r0, r1) in enumerate(job.row_blocks)
                        if storage_job.block_mark(job, i) in done)
     workers = sorted(client.scheduler_info()["workers"]) if client is not None else None
-    tasks, merged = storage_job.graph(job, job.stencil.name, workers)
+    tasks, merged = storage_job.graph(job, job.name, workers)
     step_seconds, (_, (counts, stages)) = _compute([tasks, merged], client, progress)
     _finish(wf, array_path, frame is not None)
-    # a resumed run with a histogram still reads every block (to count it), writes the missing
-    nbytes_in = src.nbytes - (0 if edges is not None else skipped_rows * row_in)
-    summary = _summary(wf, client, t0, src.shape, job.layout.dtype, nbytes_in,
-                       (src.shape[0] - skipped_rows) * row_out, skipped_rows * row_out, step_seconds,
+    # a resumed run with a histogram or a carried scan still reads every block, writes the missing
+    rereads = edges is not None or job.carried
+    nbytes_in = (shape[0] - (0 if rereads else skipped_rows)) * row_in
+    summary = _summary(wf, client, t0, shape, job.layout.dtype, nbytes_in,
+                       (shape[0] - skipped_rows) * row_out, skipped_rows * row_out, step_seconds,
                        {"path": "direct", "stage_seconds": {k: round(v, 3) for k, v in stages.items()}})
     hist = write_histogram(counts, edges, wf.outputs["histogram"]) if edges is not None else None
     return _with_files(summary, wf, hist, storage.open_array(job.src), array_path), None

@@ -47,6 +47,19 @@ class Stencil:
         return tuple(mode_of(self.mode, a) == "wrap" for a in range(self.ndim))
 
 
+def identity(ndim: int, name: str = "distconv-copy") -> Stencil:
+    """The stencil that reads no halo and returns its block: the chain of no steps."""
+    return Stencil(_centre, ((0, 0),) * ndim, "nearest", name)
+
+
+def _centre(tile, out=None):
+    centre = Tile.of(tile).centre
+    if out is None:
+        return centre
+    out[...] = centre
+    return out
+
+
 def reach(ksize: int, origin: int) -> tuple:
     """(before, after): how far a mask of ``ksize`` taps shifted by ``origin`` reads around
     the point it writes (scipy's origin rule)."""

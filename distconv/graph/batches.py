@@ -65,10 +65,10 @@ def _next(batches: tuple, b0: int):
 def span(job, b0: int) -> tuple:
     """Rows decoded by batch ``b0``: its blocks' rows, and the halo rows beyond them where no
     batch of its worker holds those (the first and the last of a worker's range)."""
-    n0, (above, below) = job.layout.shape[0], job.stencil.depth[0]
+    (first, n0), (above, below) = job.row_limits(), job.stencil.depth[0]
     lo, hi = job.row_blocks[b0][0], job.row_blocks[job.batches[b0][1] - 1][1]
     if _prev(job.batches, b0) is None:
-        lo = max(0, lo - above)
+        lo = max(first, lo - above)
     if _next(job.batches, b0) is None:
         hi = min(n0, hi + below)
     return lo, hi
@@ -93,7 +93,7 @@ def _takers(job, b0: int, runs=None) -> int:
     """How many blocks read rows of batch ``b0`` (its own, and its neighbours' edge blocks),
     counting only blocks ``i`` with ``runs(i)`` (all by default; a resumed job skips those
     already written)."""
-    n0, (above, below) = job.layout.shape[0], job.stencil.depth[0]
+    (first, n0), (above, below) = job.row_limits(), job.stencil.depth[0]
     b1 = job.batches[b0][1]
     near = range(max(0, b0 - 1), min(len(job.row_blocks), b1 + 1))
     count = 0
@@ -101,7 +101,7 @@ def _takers(job, b0: int, runs=None) -> int:
         if job.batches[i][2] != job.batches[b0][2] or (runs is not None and not runs(i)):
             continue  # another worker's block, or one that will not run
         r0, r1 = job.row_blocks[i]
-        src = sources(job, i, max(0, r0 - above), min(n0, r1 + below)) or ()
+        src = sources(job, i, max(first, r0 - above), min(n0, r1 + below)) or ()
         count += any(s[0] == b0 for s in src)
     return count
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import backends
-from ..core.arrays import is_cupy, to_host
+from ..core.arrays import array_module, is_cupy, to_host
 from ..core.stencil import Stencil
 from ..core.tile import Tile
 from . import batches, chunk_heads, ownership, plain_chunks, shards
@@ -42,8 +42,8 @@ class Job:
     src: str
     dst: str
     stencil: Stencil
-    layout: shards.Layout
-    row_blocks: tuple            # ((r0, r1), ...) covering axis 0
+    layout: shards.Layout        # the output's
+    row_blocks: tuple            # ((r0, r1), ...): the input rows each block writes, covering the window
     edges: np.ndarray | None     # histogram of the result, when asked (float edges)
     uniform: bool = True
     gpu: bool = False
@@ -51,27 +51,64 @@ class Job:
     in_dtype: str | None = None  # the input's (layout.dtype is the output's); None: the same
     batches: tuple = ()          # per block (b0, b1, w1): its decode batch b0..b1, its worker's end w1
     run: str = field(default_factory=lambda: uuid.uuid4().hex)  # names this run's shared edge rows
+    in_shape: tuple | None = None  # the input's; None: the output's
+    window: tuple = ()           # ((start, stop), ...): the box of the input the output is; (): all of it
+    edges_data: bool = False     # halos read the input beyond the window (a region's edges: data)
+    scan: object = None          # a scan after the chain (ops.scans.ScanStep)
+    part: str = "block"          # block: read to write; local: the block's own scan held, its total
+                                 # returned; write: that scan seeded by its carry and written
+
+    def box(self) -> tuple:
+        """((start, stop), ...) of the input the output covers."""
+        return self.window or tuple((0, n) for n in (self.in_shape or self.layout.shape))
+
+    def limits(self, axis: int) -> tuple:
+        """(lo, hi): the input a halo may read along ``axis``: the window (its edges take the
+        steps' modes), or the whole input when the region's edges are the data's."""
+        if self.edges_data:
+            return 0, (self.in_shape or self.layout.shape)[axis]
+        return self.box()[axis]
+
+    def row_limits(self) -> tuple:
+        return self.limits(0)
+
+    @property
+    def name(self) -> str:
+        """Its tasks' name on the dashboard, the steps': distconv-gaussian-laplace, distconv-cumsum."""
+        if self.scan is None or self.stencil.name == self.scan.name:
+            return self.stencil.name
+        return self.stencil.name + self.scan.name.removeprefix("distconv")
+
+    @property
+    def carried(self) -> bool:
+        """Does a block's result need the blocks before it (a scan along axis 0)?"""
+        return self.scan is not None and self.scan.axis == 0 and len(self.row_blocks) > 1
 
 
 def plan(src: str, dst: str, st: Stencil, shape, dtype, storage_chunks, gpu: bool, src_meta=None,
-         out_chunks=None, bins=(None, True)) -> Job:
-    """The job of ``st`` (a fused stencil chain) from the Zarr array at ``src`` (``shape``,
-    ``dtype``, ``storage_chunks``; ``src_meta``: its metadata document, so its shards can be
-    read directly) to a new sharded array at ``dst`` in the chain's result dtype: blocks of
-    ~1 GiB on GPUs, 64 MiB on CPUs, made of whole output shards (``out_chunks``, else the
-    input's chunks grown to SHARD_MIN_BYTES). ``bins``: (kernel edges, uniform) to count a
-    histogram of the result in the same pass."""
+         out_chunks=None, bins=(None, True), window=(), edges_data=False, scan=None) -> Job:
+    """The job of ``st`` (a fused stencil chain), then ``scan`` if any, from the Zarr array at
+    ``src`` (``shape``, ``dtype``, ``storage_chunks``; ``src_meta``: its metadata document, so
+    its shards can be read directly) to a new sharded array at ``dst`` in the result dtype:
+    blocks of ~1 GiB on GPUs, 64 MiB on CPUs, made of whole output shards (``out_chunks``, else
+    the input's chunks grown to SHARD_MIN_BYTES). ``window``: ((start, stop), ...) of the input
+    (a region), ``edges_data``: its halos read the data around it. ``bins``: (kernel edges,
+    uniform) to count a histogram of the result in the same pass."""
     from .storage import CPU_CHUNK_BYTES, GPU_CHUNK_BYTES
 
-    out_dtype = st.result_dtype(dtype)  # a step's output= may change it
+    box = tuple(window) or tuple((0, n) for n in shape)
+    out_shape = tuple(b - a for a, b in box)
+    out_dtype = scan.dtype if scan is not None else st.result_dtype(dtype)  # output= may change it
     itemsize = out_dtype.itemsize
-    shard = tuple(out_chunks or shard_shape(storage_chunks, shape, itemsize))
-    layout = shards.Layout(tuple(shape), shard, shards.inner_shape(shard, itemsize), out_dtype.str)
-    row_bytes = max(itemsize, np.dtype(dtype).itemsize) * math.prod(shape[1:])
-    rows = plan_rows(shape[0], shard[0], row_bytes, GPU_CHUNK_BYTES if gpu else CPU_CHUNK_BYTES, st.depth[0])
+    shard = tuple(out_chunks or shard_shape(storage_chunks, out_shape, itemsize))
+    layout = shards.Layout(out_shape, shard, shards.inner_shape(shard, itemsize), out_dtype.str)
+    row_bytes = max(itemsize, np.dtype(dtype).itemsize) * math.prod(shape[1:])  # whole input rows are read
+    rows = plan_rows(out_shape[0], shard[0], row_bytes, GPU_CHUNK_BYTES if gpu else CPU_CHUNK_BYTES, st.depth[0])
+    rows = tuple((a + box[0][0], b + box[0][0]) for a, b in rows)
     src_layout = shards.layout_of(src_meta, shape, dtype) if src_meta else None
     return Job(str(src), str(dst), st, layout, rows, bins[0], bins[1], gpu, src_layout,
-               in_dtype=np.dtype(dtype).str)
+               in_dtype=np.dtype(dtype).str, in_shape=tuple(shape), window=tuple(map(tuple, window)),
+               edges_data=bool(window) and edges_data, scan=scan)
 
 
 def plan_rows(n0: int, shard_rows: int, row_bytes: int, target_bytes: int, depth: tuple) -> tuple:
@@ -208,49 +245,66 @@ class _Slots:
             self._cv.notify_all()
 
 
-def run_block(job: Job, i: int):
+def run_block(job: Job, i: int, carry=None, local=None):
     """One block end to end, in one of the process's IO_SLOTS. Returns (histogram counts or an
     empty array, seconds per stage: waiting for a slot, reading, waiting for the device,
     decode or upload, kernels, histogram, encode, file writes), the stages timed with the GPU
-    synced."""
+    synced. A carried scan runs a block in two parts: ``local`` (its own scan held here; returns
+    (its total, seconds)), then ``write`` (``carry``: the blocks' before it; ``local``: what the
+    first part returned)."""
     mark = ownership.block_mark(job.dst, block_mark(job, i))
     if not _runs(job, i):
+        _HELD.pop((job.run, i))
         return np.zeros(0, dtype=np.int64), {}
     clock = _Clock(job.gpu)
+    if local is not None:
+        for stage, t in local[1].items():
+            clock.count(stage, t)
     slots = _slots()
     slot = slots.get(i)
     clock.lap("slot wait")
     try:
-        return _run_block(job, i, slot, mark, clock)
+        return _run_block(job, i, slot, mark, clock, carry)
     finally:
         slots.put(slot)
 
 
 def _runs(job: Job, i: int) -> bool:
-    """Whether block ``i`` reads its input in this run (run_block skips a written block unless
-    it counts a histogram)."""
-    return job.edges is not None or not ownership.block_mark(job.dst, block_mark(job, i)).exists()
+    """Whether block ``i`` runs in this run (run_block skips a written block unless it counts a
+    histogram; every block's scan is needed for the carries)."""
+    return (job.part == "local" or job.edges is not None
+            or not ownership.block_mark(job.dst, block_mark(job, i)).exists())
 
 
 def block_mark(job: Job, i: int) -> str:
-    """The mark of block ``i``: the region it writes (its rows, every other axis whole)."""
+    """The mark of block ``i``: the region of the output it writes (its rows, every other axis
+    whole)."""
     r0, r1 = job.row_blocks[i]
-    return ownership.block_name([(r0, r1)] + [(0, n) for n in job.layout.shape[1:]])
+    first = job.box()[0][0]
+    return ownership.block_name([(r0 - first, r1 - first)] + [(0, n) for n in job.layout.shape[1:]])
 
 
-def _run_block(job: Job, i: int, slot: int, mark, clock):
+def _run_block(job: Job, i: int, slot: int, mark, clock, carry=None):
     r0, r1 = job.row_blocks[i]
-    n0 = job.layout.shape[0]
-    (lo_h, hi_h) = job.stencil.depth[0]
-    lo, hi = max(0, r0 - lo_h), min(n0, r1 + hi_h)
-    fetched = _fetch(job, i, (lo, r0, r1, hi), slot, clock)
-    write = not mark.exists()
+    write = job.part != "local" and not mark.exists()
+    (first, n0), (lo_h, hi_h) = job.row_limits(), job.stencil.depth[0]
+    lo, hi = max(first, r0 - lo_h), min(n0, r1 + hi_h)
+    out = _HELD.pop((job.run, i)) if job.part == "write" else None
+    if out is None:
+        # a write part whose held scan was dropped reads through zarr, not its batch again
+        reading = job if job.part != "write" else dataclasses.replace(job, batches=())
+        fetched = _fetch(reading, i, (lo, r0, r1, hi), slot, clock)
     with _device_turn(job.gpu, slot, clock):
-        ext = _to_device(job, fetched, lo, hi, clock)
-        halo = ((r0 - lo, hi - r1),) + ((0, 0),) * (ext.ndim - 1)
-        out = job.stencil.func(Tile.extended(ext, halo))
-        del ext, fetched
-        clock.lap("compute")
+        total = None
+        if out is None:
+            out, total = _result(job, fetched, (lo, r0, r1, hi), clock)
+            del fetched
+        if job.part == "local":
+            _HELD.put((job.run, i), out, held_bytes(job.gpu))
+            return to_host(total), clock.laps
+        if carry is not None:
+            out = job.scan.seed(out, carry)
+            clock.lap("carry")
         counts = np.zeros(0, dtype=np.int64)
         if job.edges is not None:
             counts = to_host(backends.counts(out, job.edges, job.uniform))
@@ -260,10 +314,92 @@ def _run_block(job: Job, i: int, slot: int, mark, clock):
             clock.lap("encode")
         del out
     if write:
-        shards.write_encoded(job.dst, job.layout, encoded, r1 - r0, r0)
+        shards.write_encoded(job.dst, job.layout, encoded, r1 - r0, r0 - job.box()[0][0])
         clock.lap("write files")
         mark.touch()
     return counts, clock.laps
+
+
+def _result(job: Job, fetched, rows: tuple, clock):
+    """A block's result on its device from its ``fetched`` rows (``rows`` = (lo, r0, r1, hi)):
+    the chain, then the scan without the carry of the blocks before it: (result, its scan
+    total along axis 0 for a local part, else None)."""
+    lo, r0, r1, hi = rows
+    ext = _to_device(job, fetched, lo, hi, clock)
+    ext, halo, trim = _around(job, ext, rows)
+    out = job.stencil.func(Tile.extended(ext, halo))
+    del ext
+    if trim is not None:
+        out = array_module(out).ascontiguousarray(out[trim])
+    clock.lap("compute")
+    total = None
+    if job.scan is not None:
+        total = job.scan.total(out) if job.part == "local" else None
+        out = job.scan(out)
+        clock.lap("scan")
+    return out, total
+
+
+def _around(job: Job, ext, rows: tuple):
+    """The block's rows lo..hi ``ext`` (whole along the other axes) cut to the window and the
+    halo around it: (that array, contiguous; the tile's halo per axis; the slices of the
+    chain's result that are the block, or None for all of it). Where a halo reaches the
+    input's edge short of the chain's depth (a region's data edges near it), the block grows
+    to that edge instead, which the steps then treat as the global edge it is, and the result
+    is trimmed back: a halo that short would have the later steps apply their modes inside
+    the input."""
+    lo, r0, r1, hi = rows
+    ranges = [((r0, r1), (lo, hi))]
+    for a in range(1, ext.ndim):
+        (start, stop), (first, last), (below, above) = job.box()[a], job.limits(a), job.stencil.depth[a]
+        ranges.append(((start, stop), (max(first, start - below), min(last, stop + above))))
+    cut, halo, trim, grown = [slice(None)], [], [], False
+    for a, ((start, stop), (c0, c1)) in enumerate(ranges):
+        (below, above), (first, last) = job.stencil.depth[a], job.limits(a)
+        # a short halo at the input's edge: the centre grows to that edge (its halo then 0)
+        s = c0 if (c0 == first and 0 < start - c0 < below) else start
+        e = c1 if (c1 == last and 0 < c1 - stop < above) else stop
+        if a:
+            cut.append(slice(c0, c1))
+        halo.append((s - c0, c1 - e))
+        trim.append(slice(start - s, stop - s))
+        grown = grown or (s, e) != (start, stop)
+    whole = all(c.start == 0 and c.stop == n for c, n in zip(cut[1:], ext.shape[1:]))
+    if not whole:
+        ext = array_module(ext).ascontiguousarray(ext[tuple(cut)])
+    return ext, tuple(halo), tuple(trim) if grown else None
+
+
+class _Held:
+    """Blocks' own scans (a carried scan's local parts) held in this process until their write
+    part seeds and writes them, at most ``limit`` bytes: beyond it the oldest is dropped, and
+    its write part computes it again (so does one that dask ran in another process)."""
+
+    def __init__(self):
+        import collections
+
+        self._lock = threading.Lock()
+        self._held = collections.OrderedDict()
+
+    def put(self, key, arr, limit: int):
+        with self._lock:
+            self._held[key] = arr
+            while sum(a.nbytes for a in self._held.values()) > limit and len(self._held) > 1:
+                self._held.popitem(last=False)
+
+    def pop(self, key):
+        with self._lock:
+            return self._held.pop(key, None)
+
+
+_HELD = _Held()
+HOLD_KEY = "distconv.scan-hold-bytes"
+
+
+def held_bytes(gpu: bool = False) -> int:
+    """Bytes of blocks' scans a process holds between their two parts (dask config
+    ``distconv.scan-hold-bytes``; 8 GiB of device memory on a GPU, 1 GiB on a CPU)."""
+    return _positive(HOLD_KEY, 8 * 2**30 if gpu else 2**30)
 
 
 # Blocks in their device stage at once per process (a dask-cuda worker owns one GPU), each on
@@ -503,22 +639,34 @@ def graph(job: Job, name: str, workers: list | None = None):
     results tree-merged (8 at a time): (histogram counts, seconds per stage). With ``workers``
     (addresses) each worker is given one contiguous range of blocks, so neighbouring blocks
     run in one process and hand each other their edge rows (_EdgeRows); dask may still move a
-    task elsewhere (allow_other_workers), which only costs that block a decode."""
+    task elsewhere (allow_other_workers), which only costs that block a decode. A carried scan
+    gives each block two tasks, its own scan (``name``-local, which returns its total) and
+    its write, and chains the totals into each block's carry (distconv-carry): one read."""
     import dask
     from dask.base import tokenize
 
     n = len(job.row_blocks)
     if job.gpu:
-        row_bytes = math.prod(job.layout.shape[1:]) * np.dtype(job.in_dtype or job.layout.dtype).itemsize
+        in_rows = (job.in_shape or job.layout.shape)[1:]  # whole input rows are decoded
+        row_bytes = math.prod(in_rows) * np.dtype(job.in_dtype or job.layout.dtype).itemsize
         job = dataclasses.replace(job, batches=batches.plan(job.row_blocks, row_bytes, len(workers or [None]),
                                                             batch_bytes()))
     token = tokenize(job)
-    tasks = []
+    tasks, carry = [], None
     for i in range(n):
         where = {} if not workers else {"workers": [workers[batches.worker_of(i, n, len(workers))]],
                                         "allow_other_workers": True}
         with dask.annotate(**where):
-            tasks.append(dask.delayed(run_block, pure=False)(job, i, dask_key_name=f"{name}-{token}-{i}"))
+            if not job.carried:
+                tasks.append(dask.delayed(run_block, pure=False)(job, i, dask_key_name=f"{name}-{token}-{i}"))
+                continue
+            local = dask.delayed(run_block, pure=False)(dataclasses.replace(job, part="local"), i,
+                                                         dask_key_name=f"{name}-local-{token}-{i}")
+            tasks.append(dask.delayed(run_block, pure=False)(dataclasses.replace(job, part="write"), i, carry, local,
+                                                             dask_key_name=f"{name}-{token}-{i}"))
+        if i < n - 1:
+            carry = dask.delayed(_carry, pure=True)(job.scan, carry, local,
+                                                    dask_key_name=f"distconv-carry-{token}-{i + 1}")
     level, depth = tasks, 0
     while len(level) > 1:
         level = [dask.delayed(_add, pure=True)(*level[k:k + 8],
@@ -526,6 +674,11 @@ def graph(job: Job, name: str, workers: list | None = None):
                  for k in range(0, len(level), 8)]
         depth += 1
     return tasks, level[0]
+
+
+def _carry(scan, carry, local):
+    """The carry into the next block: this one's (``carry``) combined with its total."""
+    return scan.combine(carry, local[0])
 
 
 def _add(*parts):

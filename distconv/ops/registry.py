@@ -16,6 +16,7 @@ class Op:
     named: Callable | None = None     # on a DataArray by dim names (the accessors)
     step: bool = False                # a shape-preserving workflow step
     stencil: bool = False             # plans to a Stencil (filters.stencil_of): fusable
+    scan: bool = False                # plans to a ScanStep (scans.scan_step): the engine's last step
 
 
 def _ops():
@@ -29,7 +30,7 @@ def _ops():
                     (stencils, "derivative"), (stencils, "laplace")]
     out = [Op(n, getattr(m, n), getattr(named, n), True, True) for m, n in filter_steps]
     scan_steps = ["scan", "cumsum", "cumprod", "cummin", "cummax"]
-    out += [Op(n, getattr(scans, n), getattr(named, n), True) for n in scan_steps]
+    out += [Op(n, getattr(scans, n), getattr(named, n), True, scan=True) for n in scan_steps]
     out.append(Op("histogram", histograms.histogram, named.histogram))
     for m, names in [(reductions, ("reduce", "sum", "prod", "min", "max", "mean")),
                      (histograms, ("bincount", "histogram2d")),

@@ -4,10 +4,49 @@ pass per chunk (graph.scan)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
+
 from .. import backends
 from ..core import checks
 from ..core import ops as core_ops
-from ..core.arrays import on_data
+from ..core.arrays import array_module, on_data
+from ..core.stencil import Probe
+
+
+@dataclass(frozen=True)
+class ScanStep:
+    """A checked scan, as the engine runs it on a block (``axis`` None: over the flattened
+    array, which the engine does not take): the block's own scan, its total along the axis,
+    and the carry of the blocks before it added in front."""
+    op: str
+    axis: int | None
+    exclusive: bool
+    dtype: np.dtype
+
+    @property
+    def name(self) -> str:
+        """Its task names on the dashboard: distconv-cumsum, ..."""
+        return "distconv-" + {"add": "cumsum", "mul": "cumprod", "min": "cummin", "max": "cummax"}[self.op]
+
+    def __call__(self, block):
+        return backends.scan(block, self.op, self.axis, self.exclusive, self.dtype)
+
+    def total(self, block):
+        """The block's ``op``-reduction along the axis, kept as a row (a carry's shape)."""
+        return backends.reduce(block, op=self.op, axes=(self.axis,), dtype=self.dtype, keepdims=True)
+
+    def combine(self, carry, total):
+        """The carry after a block: op(the carry before it, its total); ``carry`` None at the start."""
+        return core_ops.combine(self.op, carry, total, self.dtype)
+
+    def seed(self, scanned, carry):
+        """``scanned`` (the block's own scan) with ``carry`` (the blocks' before it) combined
+        in front of every element, in place."""
+        xp = array_module(scanned)
+        core_ops.UFUNCS[self.op](xp.asarray(carry, dtype=self.dtype), scanned, out=scanned)
+        return scanned
 
 
 def scan(x, op="add", axis=None, exclusive=False, dtype=None):
@@ -18,10 +57,13 @@ def scan(x, op="add", axis=None, exclusive=False, dtype=None):
     overflow wraps. Distributed: chunk totals -> carries -> one seeded pass per chunk.
     """
     op = core_ops.check_op(op)
+    if isinstance(x, Probe):  # planning: the checked step, nothing run
+        out_dtype = core_ops.result_dtype(op, x.dtype, dtype)
+        _check_exclusive(exclusive)
+        return ScanStep(op, None if axis is None else checks.axis(axis, max(x.ndim, 1)), exclusive, out_dtype)
     x = checks.as_array(x)
     out_dtype = core_ops.result_dtype(op, x.dtype, dtype)
-    if not isinstance(exclusive, bool):
-        raise TypeError(f"exclusive must be True or False, got {exclusive!r}")
+    _check_exclusive(exclusive)
     if axis is None:
         if checks.array_kind(x) == "xarray":
             raise ValueError("axis=None flattens; give an axis (or use a dim) for xarray inputs")
@@ -34,10 +76,24 @@ def scan(x, op="add", axis=None, exclusive=False, dtype=None):
         if checks.array_kind(data) == "dask":
             from ..graph.scan import scan as graph_scan
 
-            return graph_scan(data, op, ax, exclusive, out_dtype)
+            out = graph_scan(data, op, ax, exclusive, out_dtype)
+            if axis is not None:  # what dc.to_zarr hands the engine (ops/stores.py)
+                out._distconv_scan = (data, ScanStep(op, ax, exclusive, out_dtype))
+            return out
         return backends.scan(data, op, ax, exclusive, out_dtype)
 
     return on_data(x, run)
+
+
+def _check_exclusive(exclusive):
+    if not isinstance(exclusive, bool):
+        raise TypeError(f"exclusive must be True or False, got {exclusive!r}")
+
+
+def scan_step(func, ndim: int, in_dtype, /, **params) -> ScanStep:
+    """The ScanStep that ``func(x, **params)`` (scan, cumsum, ...) would run on an array of
+    ``ndim`` and ``in_dtype``, every argument checked as in a real call."""
+    return func(Probe.like(ndim, in_dtype), **params)
 
 
 def cumsum(x, axis=None, dtype=None):

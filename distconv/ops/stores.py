@@ -1,8 +1,8 @@
 """Zarr out, from Python and xarray, through the engine `distconv run` uses.
 
 ``dc.to_zarr(y, path)`` where ``y`` is distconv stencils (filters, derivatives, laplace, fused
-as they were called) over an array read whole from a local Zarr store (``da.from_zarr`` or
-``xr.open_zarr``): the chain runs as the engine's blocks (graph/storage_job: one task per block
+as they were called), possibly then a scan along an axis, over an array read whole from a local
+Zarr store (``da.from_zarr`` or ``xr.open_zarr``): the chain runs as the engine's blocks (graph/storage_job: one task per block
 from read to write, named after the steps on the dashboard; on GPU workers nvCOMP decodes and
 encodes there), and the output is distconv's sharded Zarr v3, read by plain zarr-python and
 ``xr.open_zarr``. Anything else is written by dask, and the returned report says why."""
@@ -10,6 +10,7 @@ encodes there), and the output is distconv's sharded Zarr v3, read by plain zarr
 from __future__ import annotations
 
 from ..core import checks
+from ..core.stencil import identity
 from ..graph import ownership, storage
 from ..graph.location import Location, join
 from .filters import fused_source
@@ -55,7 +56,7 @@ def _array(data, path: str, client, attrs: dict, dims, overwrite: bool = False) 
 
     ownership.claim(path, overwrite)
     storage_job.create_output(path, job.layout.shape, job.layout.dtype, job.layout, attrs, dims)
-    tasks, merged = storage_job.graph(job, job.stencil.name, _workers(client))
+    tasks, merged = storage_job.graph(job, job.name, _workers(client))
     _compute([tasks, merged], client)
     storage.finish(path)
     ownership.mark_complete(path, {"by": "dc.to_zarr"})
@@ -72,20 +73,21 @@ def plan(data, path: str, client=None, bins=(None, True), out_chunks=None):
         return reason, None
     if Location(path).url:
         return "the output is not a local folder", None
-    z, src, st = found
+    z, src, st, scan = found
     return None, storage_job.plan(src, path, st, z.shape, z.dtype, z.chunks, _gpu(client), z.metadata.to_dict(),
-                                  out_chunks, bins)
+                                  out_chunks, bins, scan=scan)
 
 
 def engine_chain(data):
-    """(None, (the zarr.Array ``data`` reads, its local folder, the fused Stencil made of it)),
-    or (why the engine cannot run ``data``, None)."""
+    """(None, (the zarr.Array ``data`` reads, its local folder, the fused Stencil made of it,
+    the scan after it or None)), or (why the engine cannot run ``data``, None)."""
     if checks.array_kind(data) != "dask":
         return f"a {checks.array_kind(data)} array, not a lazy one read from Zarr", None
+    data, scan = getattr(data, "_distconv_scan", (data, None))
     fused = fused_source(data)
-    if fused is None:
-        return "not the result of distconv filters (or distconv.fuse is off)", None
-    source, st = fused
+    if fused is None and scan is None:
+        return "not the result of distconv filters or scans (or distconv.fuse is off)", None
+    source, st = fused if fused is not None else (data, identity(data.ndim, scan.name))
     z, why = storage.zarr_source(source)
     if z is None:
         return why, None
@@ -94,7 +96,7 @@ def engine_chain(data):
     src = storage.local_path(z)
     if src is None:
         return "the input is not in a local folder (object storage runs on the general path)", None
-    return None, (z, src, st)
+    return None, (z, src, st, scan)
 
 
 def _general(data, path: str, client, attrs: dict, dims, reason: str, overwrite: bool) -> dict:
