@@ -57,9 +57,10 @@ def _shape(path: Path) -> tuple | None:
     return tuple(json.loads(meta.read_text())["shape"]) if meta.exists() else None
 
 
-def distconv_run(name: str, root: Path, src: Path, steps: list, hist=None, cluster=None, region=None) -> dict:
+def distconv_run(name: str, root: Path, src: Path, steps: list, hist=None, cluster=None, region=None,
+                 device=None) -> dict:
     """`distconv run` in a fresh process (what a user times), chunks auto, the default cluster
-    or ``cluster`` (its YAML mapping); ``region``: input.region."""
+    or ``cluster`` (its YAML mapping); ``region``: input.region; ``device``: the workflow's."""
     import yaml
 
     from distconv.graph import ownership
@@ -67,7 +68,7 @@ def distconv_run(name: str, root: Path, src: Path, steps: list, hist=None, clust
     out = root / f"{name}.zarr"
     inp = {"path": str(src), **({"region": region} if region else {})}
     wf = {"name": name, "input": inp, "chunks": "auto", "steps": steps,
-          "outputs": {"path": str(out), **({"histogram": hist} if hist else {})}}
+          "outputs": {"path": str(out), **({"histogram": hist} if hist else {})}, **({"device": device} if device else {})}
     p = root / f"{name}.yaml"
     p.write_text(yaml.safe_dump(wf))
     summary = root / f"{name}.json"
@@ -273,7 +274,7 @@ def main():
         drop(root / "region-conv5.zarr")
     if "cpu" in cases:
         cluster = {"type": "cpu", "n_workers": a.cpu_workers, "threads_per_worker": a.cpu_threads}
-        results["cpu"] = distconv_run("cpu-conv5", root, src, conv5, cluster=cluster)
+        results["cpu"] = distconv_run("cpu-conv5", root, src, conv5, cluster=cluster, device="cpu")
         results["cpu"]["checked"] = check(root / "cpu-conv5.zarr", src, conv, bands)
         drop(root / "cpu-conv5.zarr")
     anchors = {"dask_image": None, "copy": None} if a.no_anchors else cpu_anchors(src, root, a.cpu_workers,

@@ -155,9 +155,23 @@ IO_SLOTS = 2
 SLOTS_KEY = "distconv.io-slots"
 
 
-def io_slots() -> int:
-    """Blocks in flight per process, from dask config; a bad value raises naming the key."""
-    return _positive(SLOTS_KEY, IO_SLOTS)
+def io_slots(gpu: bool = True) -> int:
+    """Blocks in flight per process: IO_SLOTS on a GPU, one per thread of the process on CPUs
+    (there every stage of a block runs on its own thread: fewer slots leave cores idle); dask
+    config overrides it, a bad value raises naming the key."""
+    return _positive(SLOTS_KEY, IO_SLOTS if gpu else _threads())
+
+
+def _threads() -> int:
+    """Threads of this dask worker, or the cores of this process's machine."""
+    import os
+
+    try:
+        from distributed import get_worker
+
+        return get_worker().state.nthreads
+    except (ImportError, ValueError, AttributeError):
+        return os.cpu_count() or 1
 
 
 def device_blocks() -> int:
@@ -189,7 +203,7 @@ SWITCH_INTERVAL_S = 2e-4
 
 
 @functools.cache
-def _slots() -> _Slots:
+def _slots(gpu: bool) -> _Slots:
     """The process's I/O slots, made at its first block (which, in a dask worker, also sets the
     switch interval: local_blocks() scopes it where blocks run in a user's own process)."""
     import sys
@@ -201,7 +215,7 @@ def _slots() -> _Slots:
         sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL_S))
     except (ImportError, ValueError):
         pass
-    return _Slots(io_slots())
+    return _Slots(io_slots(gpu))
 
 
 @contextlib.contextmanager
@@ -260,7 +274,7 @@ def run_block(job: Job, i: int, carry=None, local=None):
     if local is not None:
         for stage, t in local[1].items():
             clock.count(stage, t)
-    slots = _slots()
+    slots = _slots(job.gpu)
     slot = slots.get(i)
     clock.lap("slot wait")
     try:
