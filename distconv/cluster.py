@@ -122,6 +122,8 @@ def make_cluster(cfg: dict):
     threads = cfg["threads_per_worker"] or max(1, cores // n)
     if cfg["processes"]:
         common["host"] = cfg["host"]  # in-process workers talk inproc://, no socket to bind
+        # a CPU cluster asked for on a GPU node runs its blocks on the CPUs: its workers see no GPU
+        common["env"] = {"CUDA_VISIBLE_DEVICES": ""}
     return LocalCluster(n_workers=n, threads_per_worker=threads, processes=cfg["processes"],
                         security=_security(cfg), **common)
 

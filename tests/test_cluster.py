@@ -98,6 +98,8 @@ if __name__ == "__main__":
     with cluster(cfg, quiet=True) as client:
         # forked from the warmed server: the block code is imported before any task ran
         print(sorted(set(client.run(lambda: "distconv.graph.storage_job" in sys.modules).values())))
+        import os  # a CPU cluster's workers see no GPU, so its blocks run on the CPUs on any node
+        print(sorted(set(client.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES")).values())))
         import dask.array as da
         import distconv as dc
         x = np.random.default_rng(3).standard_normal((67, 45)).astype(np.float32)
@@ -116,4 +118,4 @@ def test_warmed_workers_fork_from_the_server_and_compute(tmp_path):
     script.write_text(WARMED)
     res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
-    assert res.stdout.split("\n")[:2] == ["[True]", "True"], res.stdout + res.stderr[-2000:]
+    assert res.stdout.split("\n")[:3] == ["[True]", "['']", "True"], res.stdout + res.stderr[-2000:]
