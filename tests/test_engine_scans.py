@@ -176,3 +176,12 @@ def test_a_scan_with_data_edges_takes_the_general_path(tmp_path):
     s = batch.run(wf, progress=False)
     assert s["path"] == "general" and "region_edges" in s["why_general"]
     np.testing.assert_allclose(_out(wf), np.cumsum(x, axis=0)[10:30], rtol=1e-12)
+
+
+def test_held_scans_of_another_run_are_dropped():
+    held = storage_job._Held()
+    a, b = np.arange(4.0), np.arange(3.0)
+    held.put(("run-a", 0), a, 2**20)
+    held.put(("run-b", 0), b, 2**20)  # a failed run's blocks do not stay in a kept worker
+    assert held.pop(("run-a", 0)) is None
+    np.testing.assert_array_equal(held.pop(("run-b", 0)), b)

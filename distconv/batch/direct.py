@@ -88,15 +88,14 @@ def _steps(wf: Workflow, ndim: int, dtype):
     if any(any(s.periodic) for s in stencils):  # wrap reads its halo from the far edge
         return None, None, "a step's mode is wrap (its halo comes from the far edge of the array)"
     # task names read as the steps on the dashboard and in the summary: distconv-gaussian-laplace
-    st = fused_chain(stencils, chain_name(stencils)) if stencils else identity(ndim)
+    chain = fused_chain(stencils, chain_name(stencils)) if stencils else None
     if last is None:
-        return st, None, None
-    scan = scan_step(OPS[last[0]].func, ndim, st.result_dtype(dtype), **last[1])  # over the chain's result
+        return chain, None, None
+    # the scan runs over the chain's result
+    scan = scan_step(OPS[last[0]].func, ndim, chain.result_dtype(dtype) if chain else dtype, **last[1])
     if scan.axis is None:
         return None, None, f"{last[0]} with axis: null (it scans the flattened array)"
-    if not stencils:
-        st = identity(ndim, scan.name)
-    return st, scan, None
+    return chain or identity(ndim, scan.name), scan, None
 
 
 def plan(wf: Workflow, gpu: bool, ndim: int, dtype, shape, storage_chunks, src_meta=None):

@@ -348,8 +348,9 @@ def _result(job: Job, fetched, rows: tuple, clock):
     clock.lap("compute")
     total = None
     if job.scan is not None:
-        total = job.scan.total(out) if job.part == "local" else None
-        out = job.scan(out)
+        scanned = job.scan(out)
+        total = job.scan.total(scanned, out) if job.part == "local" else None
+        out = scanned
         clock.lap("scan")
     return out, total
 
@@ -396,7 +397,11 @@ class _Held:
         self._held = collections.OrderedDict()
 
     def put(self, key, arr, limit: int):
+        """Hold ``arr`` under ``key`` = (run, block); another run's blocks are dropped first (a
+        failed run's would otherwise stay in a worker that outlives it)."""
         with self._lock:
+            for k in [k for k in self._held if k[0] != key[0]]:
+                del self._held[k]
             self._held[key] = arr
             while sum(a.nbytes for a in self._held.values()) > limit and len(self._held) > 1:
                 self._held.popitem(last=False)

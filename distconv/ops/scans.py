@@ -33,9 +33,15 @@ class ScanStep:
     def __call__(self, block):
         return backends.scan(block, self.op, self.axis, self.exclusive, self.dtype)
 
-    def total(self, block):
-        """The block's ``op``-reduction along the axis, kept as a row (a carry's shape)."""
-        return backends.reduce(block, op=self.op, axes=(self.axis,), dtype=self.dtype, keepdims=True)
+    def total(self, scanned, block):
+        """The block's total along the axis as a row (a carry's shape), read off its own scan
+        ``scanned`` instead of another pass over it: an inclusive scan's last row (so the next
+        block's carry continues the scan exactly as it ran), an exclusive one's combined with
+        the block's last row."""
+        last = (slice(None),) * self.axis + (slice(-1, None),)
+        if not self.exclusive:
+            return scanned[last].copy()
+        return core_ops.combine(self.op, scanned[last], block[last], self.dtype)
 
     def combine(self, carry, total):
         """The carry after a block: op(the carry before it, its total); ``carry`` None at the start."""
