@@ -299,7 +299,7 @@ def e2e_row(client, gpus, storage_rows=2048):
     root = Path(os.environ.get("TMPDIR", "/tmp")) / f"dc-e2e-{storage_rows}"
     src = root / "in.zarr"
     if not src.exists():
-        from distconv.graph.storage import create
+        from distconv.engine.storage import create
 
         lazy = synthetic((32768, 32768), (storage_rows, 32768), "float32", 0)
         da.store(lazy, create(str(src), lazy.shape, lazy.chunksize, lazy.dtype), lock=False)

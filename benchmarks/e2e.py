@@ -30,7 +30,7 @@ def make_input(path: Path, rows: int):
     import zarr
     from concurrent.futures import ThreadPoolExecutor
 
-    from distconv.graph.storage_job import zarr_settings
+    from distconv.engine import zarr_settings
 
     if (path / "zarr.json").exists():
         if _shape(path) != (rows, WIDTH):
@@ -63,7 +63,7 @@ def distconv_run(name: str, root: Path, src: Path, steps: list, hist=None, clust
     or ``cluster`` (its YAML mapping); ``region``: input.region; ``device``: the workflow's."""
     import yaml
 
-    from distconv.graph import ownership
+    from distconv.engine import ownership
 
     out = root / f"{name}.zarr"
     inp = {"path": str(src), **({"region": region} if region else {})}
@@ -176,7 +176,7 @@ def node_arguments(name: str, cpu_workers: int) -> argparse.ArgumentParser:
 
 def drop(out: Path):
     """A checked output removed (distconv's own files only): the node's disk holds few 16 GiB runs."""
-    from distconv.graph import ownership
+    from distconv.engine import ownership
 
     if out.exists():
         ownership.remove_owned(str(out))  # refuses before deleting anything not distconv's

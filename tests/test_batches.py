@@ -10,7 +10,8 @@ import pytest
 import zarr
 
 from distconv.backends.numpy import zstd as cpu_zstd
-from distconv.graph import batches, plain_chunks, shards, storage_job
+from distconv import engine
+from distconv.engine import batches, plain_chunks, shards, slots
 
 
 def _job(rows, n0, depth, workers, limit, width=9, src="in"):
@@ -94,7 +95,7 @@ def test_reader_gives_zarrs_rows_and_keeps_nothing(tmp_path, monkeypatch, skippe
 
     monkeypatch.setattr(batches.Reader, "_decode", decode)
     reader = batches.Reader()
-    clock = storage_job._Clock(False)
+    clock = slots.Clock(False)
     runs = [i for i in range(len(rows)) if i not in skipped]
     for i in runs:
         lo, hi = max(0, rows[i][0] - depth[0]), min(n0, rows[i][1] + depth[1])

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import zarr
 
-from distconv.graph import chunk_heads, storage_job
+from distconv.engine import chunk_heads, read
 
 
 def _array(tmp_path, x, chunks, name="a.zarr", **kw):
@@ -81,9 +81,9 @@ def test_blocks_decode_no_whole_chunk_for_a_lower_halo(tmp_path, rng, monkeypatc
     upper halo from the block above when it ran first, else from storage."""
     x = rng.standard_normal((60, 9)).astype(np.float32)
     z = _array(tmp_path, x, (10, 9))
-    seen, real = [], storage_job._decode_into
-    monkeypatch.setattr(storage_job, "_decode_into", lambda s, a, b, d: (seen.append((a, b)), real(s, a, b, d)))
-    edges, depth = storage_job._EdgeRows(), (2, 3)
+    seen, real = [], read.decode_into
+    monkeypatch.setattr(read, "decode_into", lambda s, a, b, d: (seen.append((a, b)), real(s, a, b, d)))
+    edges, depth = read.EdgeRows(), (2, 3)
     for r0, r1 in ((20, 40), (0, 20), (40, 60)):
         lo, hi = max(0, r0 - depth[0]), min(60, r1 + depth[1])
         host = np.full((hi - lo, 9), np.nan, np.float32)

@@ -97,7 +97,7 @@ if __name__ == "__main__":
     assert warm_workers(cfg)
     with cluster(cfg, quiet=True) as client:
         # forked from the warmed server: the block code is imported before any task ran
-        print(sorted(set(client.run(lambda: "distconv.graph.storage_job" in sys.modules).values())))
+        print(sorted(set(client.run(lambda: "distconv.engine.job" in sys.modules).values())))
         import os  # a CPU cluster's workers see no GPU, so its blocks run on the CPUs on any node
         print(sorted(set(client.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES")).values())))
         import dask.array as da

@@ -12,9 +12,10 @@ import yaml
 import zarr
 
 from distconv import batch
-from distconv.backends.cuda.zstd import FRAME_ALIGN
+from distconv.engine.shards import FRAME_ALIGN
 from distconv.batch import direct
-from distconv.graph import ownership, shards, storage_job
+from distconv import engine
+from distconv.engine import ownership, read, shards, slots
 
 from .helpers import small_engine_blocks
 
@@ -79,7 +80,7 @@ def test_resume_writes_only_missing_blocks(tmp_path, small_blocks):
     x = _stored(wf.input["path"])
     job, _, _ = direct.plan(wf, False, x.ndim, x.dtype, x.shape, x.chunks)
     for i in range(1, len(job.row_blocks)):
-        (out / ownership.BLOCKS / storage_job.block_mark(job, i)).touch()
+        (out / ownership.BLOCKS / engine.block_mark(job, i)).touch()
     victim = next((out / "c").iterdir())
     for f in victim.rglob("*"):
         if f.is_file():
@@ -123,7 +124,7 @@ def test_shard_writer_read_by_plain_zarr_and_read_back(tmp_path, shape, shard):
     x = rng.standard_normal(shape).astype(np.float32)
     layout = shards.Layout(shape, shard, shards.inner_shape(shard, 4, 256), "<f4")
     p = str(tmp_path / "s.zarr")
-    storage_job.create_output(p, shape, np.float32, layout, {})
+    engine.create_output(p, shape, np.float32, layout, {})
     for r0 in range(0, shape[0], 2 * shard[0]):
         shards.write_block(p, layout, x[r0:r0 + 2 * shard[0]], r0, zstd.encode_frames)
     np.testing.assert_array_equal(zarr.open_array(p, mode="r")[...], x)
@@ -214,7 +215,7 @@ def _recording(monkeypatch, delay=0.0, fail=None):
     import threading
     import time
 
-    seen, lock, real = [], threading.Lock(), storage_job._decode_into
+    seen, lock, real = [], threading.Lock(), read.decode_into
 
     def decode(src, a, b, dest):
         with lock:
@@ -224,7 +225,7 @@ def _recording(monkeypatch, delay=0.0, fail=None):
             raise OSError("unreadable chunk")
         real(src, a, b, dest)
 
-    monkeypatch.setattr(storage_job, "_decode_into", decode)
+    monkeypatch.setattr(read, "decode_into", decode)
     return seen
 
 
@@ -238,7 +239,7 @@ def _block(x, z, r0, r1, depth, run, edges):
 def test_edge_rows_of_a_finished_neighbour_are_not_decoded_again(tmp_path, monkeypatch):
     x, z, depth = _edge_job(tmp_path)
     seen = _recording(monkeypatch)
-    edges = storage_job._EdgeRows()
+    edges = read.EdgeRows()
     _block(x, z, 0, 20, depth, "r", edges)
     _block(x, z, 20, 40, depth, "r", edges)
     # block 0 decodes its rows and (its neighbour not started) its lower halo; block 1 takes its
@@ -253,7 +254,7 @@ def test_edge_rows_of_a_neighbour_in_flight_are_awaited(tmp_path, monkeypatch):
 
     x, z, depth = _edge_job(tmp_path, n=60)
     seen = _recording(monkeypatch, delay=0.2)
-    edges = storage_job._EdgeRows()
+    edges = read.EdgeRows()
     blocks = [(0, 20), (20, 40), (40, 60)]
     with ThreadPoolExecutor(3) as ex:
         list(ex.map(lambda b: _block(x, z, *b, depth, "r", edges), blocks))
@@ -265,7 +266,7 @@ def test_a_failed_neighbour_leaves_the_halo_to_storage(tmp_path, monkeypatch):
 
     x, z, depth = _edge_job(tmp_path)
     seen = _recording(monkeypatch, delay=0.2, fail=(20, 40))
-    edges = storage_job._EdgeRows()
+    edges = read.EdgeRows()
     with ThreadPoolExecutor(2) as ex:
         ok = ex.submit(_block, x, z, 0, 20, depth, "r", edges)
         bad = ex.submit(_block, x, z, 20, 40, depth, "r", edges)
@@ -296,21 +297,21 @@ def test_io_slots_are_taken_in_block_order():
     import threading
     import time
 
-    slots = storage_job._Slots(1)
-    held = slots.get(7)
+    queue = slots.Slots(1)
+    held = queue.get(7)
     got, lock, threads = [], threading.Lock(), []
 
     def take(b):
-        s = slots.get(b)
+        s = queue.get(b)
         with lock:
             got.append(b)
-        slots.put(s)
+        queue.put(s)
 
     for block in (5, 2, 9, 3):
         threads.append(threading.Thread(target=take, args=(block,)))
         threads[-1].start()
         time.sleep(0.05)  # all four wait before the slot is given back
-    slots.put(held)
+    queue.put(held)
     for t in threads:
         t.join(5)
     assert got == [2, 3, 5, 9]

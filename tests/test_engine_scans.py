@@ -1,4 +1,4 @@
-"""Scans and regions on the engine (graph.storage_job through `distconv run`): values equal
+"""Scans and regions on the engine (distconv.engine through `distconv run`): values equal
 numpy's and scipy's on odd shapes with many blocks and shards; a scan along the first axis
 carries across blocks (and workers), with its blocks' scans held between their two parts or,
 when dropped, computed again; a region is read as a window of the input, its edges taking the
@@ -13,7 +13,8 @@ import zarr
 
 from distconv import batch
 from distconv.batch import direct
-from distconv.graph import ownership, storage_job
+from distconv import engine
+from distconv.engine import carries, config, ownership
 
 from .helpers import small_engine_blocks
 
@@ -100,7 +101,7 @@ def test_a_chain_then_a_scan_with_its_histogram(tmp_path, small_blocks):
 
 def test_dropped_held_scans_are_computed_again(tmp_path, small_blocks):
     wf, x = _workflow(tmp_path, (90, 30), (8, 30), [{"op": "cumsum", "axis": 0}], "float64")
-    with dask.config.set({storage_job.HOLD_KEY: 1}):  # every held block but the newest dropped
+    with dask.config.set({config.HOLD_KEY: 1}):  # every held block but the newest dropped
         s = batch.run(wf, progress=False)
     assert s["path"] == "direct"
     np.testing.assert_allclose(_out(wf), np.cumsum(x, axis=0), rtol=1e-12, atol=1e-9)
@@ -116,7 +117,7 @@ def test_resume_of_a_carried_scan_writes_only_missing_blocks(tmp_path, small_blo
     job, _, _ = direct.plan(wf, False, x.ndim, x.dtype, x.shape, (8, 40))
     last = len(job.row_blocks) - 1
     for i in range(last):
-        (out / ownership.BLOCKS / storage_job.block_mark(job, i)).touch()
+        (out / ownership.BLOCKS / engine.block_mark(job, i)).touch()
     z = zarr.open_array(str(out), mode="r+")
     r0, r1 = job.row_blocks[last]
     z[r0:r1] = -1.0  # the last block's rows lost: its carry needs every block before it
@@ -179,7 +180,7 @@ def test_a_scan_with_data_edges_takes_the_general_path(tmp_path):
 
 
 def test_held_scans_of_another_run_are_dropped():
-    held = storage_job._Held()
+    held = carries.Held()
     a, b = np.arange(4.0), np.arange(3.0)
     held.put(("run-a", 0), a, 2**20)
     held.put(("run-b", 0), b, 2**20)  # a failed run's blocks do not stay in a kept worker

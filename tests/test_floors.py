@@ -14,7 +14,7 @@ from distconv.ops.registry import OPS
 
 PKG = Path(distconv.__file__).parent
 # lowest first; a module may import its own floor or any floor below it
-FLOORS = ["core", "backends", "graph", "ops", "batch", "face"]
+FLOORS = ["core", "backends", "graph", "engine", "ops", "batch", "face"]
 
 
 def floor(module: str) -> str:

@@ -19,8 +19,8 @@ from click.testing import CliRunner
 
 from distconv import batch
 from distconv.cli import main
-from distconv.graph import ownership
-from distconv.graph.location import Location
+from distconv.engine import ownership
+from distconv.engine.location import Location
 
 from .helpers import small_engine_blocks
 

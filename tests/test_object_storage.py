@@ -13,7 +13,7 @@ import yaml
 import zarr
 
 from distconv import batch as workflow
-from distconv.graph.ownership import BLOCKS, COMPLETE, block_name
+from distconv.engine.ownership import BLOCKS, COMPLETE, block_name
 
 pytest.importorskip("s3fs")
 moto_server = pytest.importorskip("moto.server")

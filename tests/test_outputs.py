@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import zarr
 
-from distconv.graph import ownership as outputs
+from distconv.engine import ownership as outputs
 
 
 def _cluster(tmp_path):
@@ -110,7 +110,7 @@ def test_histogram_and_report_may_not_land_in_the_input(tmp_path):
 def test_python_store_overwrite_keeps_foreign_folder(tmp_path):
     import dask.array as da
 
-    from distconv.graph import storage as io
+    from distconv.engine import storage as io
 
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "x.txt").write_text("x")

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import zarr
 
-from distconv.backends.cuda.zstd import FRAME_ALIGN
+from distconv.engine.shards import FRAME_ALIGN
 from distconv.backends.numpy import zstd as cpu_zstd
-from distconv.graph import plain_chunks
+from distconv.engine import plain_chunks
 
 
 def _array(tmp_path, x, chunks, **kw):

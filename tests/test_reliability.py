@@ -23,7 +23,7 @@ from .test_workflow import read, small
 def test_worker_killed_mid_workflow_output_identical(tmp_path, kind):
     from pathlib import Path
 
-    from distconv.graph import ownership
+    from distconv.engine import ownership
 
     wf = small("demo", tmp_path, shape=[1024, 256], chunks=[32, 256])
     wf.chunks = [32, 256]

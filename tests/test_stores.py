@@ -10,7 +10,7 @@ import zarr
 
 import dask.array as da
 import distconv as dc
-from distconv.graph import ownership
+from distconv.engine import ownership
 
 from .helpers import small_engine_blocks
 

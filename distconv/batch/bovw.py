@@ -24,7 +24,7 @@ def descriptors(img: np.ndarray, patch: int) -> np.ndarray:
 def run_bovw(wf, client=None, overwrite=False) -> dict:
     import skimage.data
 
-    from ..graph import ownership
+    from ..engine import ownership
     from ..ops import kmeans
 
     t0 = time.perf_counter()

@@ -1,5 +1,5 @@
 """The direct path of a workflow: Zarr in -> the fused stencil chain, then a scan if the last
-step is one -> sharded Zarr out, one task per block (graph.storage_job; a scan along the first
+step is one -> sharded Zarr out, one task per block (distconv.engine; a scan along the first
 axis two, its carries chained between them). Taken when the input is a local Zarr array or a
 dataset variable read as stored, every step is a stencil with a boundary mode other than wrap
 (the last may be a scan along an axis), and the output is zstd; with or without a region,
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..graph import storage_job
+from .. import engine
 from ..core.stencil import identity
 from ..ops.filters import chain_name, fused_chain, stencil_of
 from ..ops.histograms import planned_edges
@@ -107,7 +107,7 @@ def plan(wf: Workflow, gpu: bool, ndim: int, dtype, shape, storage_chunks, src_m
     edges, bins = bins_of(wf, scan.dtype if scan is not None else st.result_dtype(dtype))
     region = wf.input.get("region")
     window = region_box(region, shape) if region else ()
-    job = storage_job.plan(str(Path(wf.input["path"])), wf.outputs["path"], st, shape, dtype, storage_chunks,
+    job = engine.plan(str(Path(wf.input["path"])), wf.outputs["path"], st, shape, dtype, storage_chunks,
                            gpu, src_meta, wf.outputs.get("chunks"), bins, window,
                            wf.input.get("region_edges", "mode") == "data", scan)
     return job, edges, None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from ..graph.location import Location
+from ..engine.location import Location
 from .inputs import lazy_input
 from .outputs import jsonable
 from .workflow import Workflow

@@ -6,8 +6,8 @@ from __future__ import annotations
 import dask.array as da
 import numpy as np
 
-from ..graph import storage
-from ..graph.location import Location
+from ..engine import storage
+from ..engine.location import Location
 from .workflow import Workflow, WorkflowError
 
 

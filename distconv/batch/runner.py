@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import time
 
-from ..graph import ownership, storage, storage_job
-from ..graph.location import Location, join
+from .. import engine
+from ..engine import ownership, storage
+from ..engine.location import Location, join
 from . import direct, identity
 from .inputs import cut_result, dataset_attrs, ensure_input, lazy_input, open_input
 from .outputs import histogram_output, jsonable, write_histogram
@@ -26,7 +27,7 @@ def preflight(wf: Workflow, overwrite: bool | None = None, resume: bool = False,
         action = ownership.check_target(wf.outputs["path"], overwrite, resume, job=job)
     except ownership.OutputError as e:
         problems.append(str(e))
-    for read in (storage_job.io_slots, storage_job.device_blocks, storage_job.batch_bytes, storage_job.held_bytes):
+    for read in (engine.io_slots, engine.device_blocks, engine.batch_bytes, engine.held_bytes):
         try:
             read()
         except ValueError as e:
@@ -108,7 +109,7 @@ def _run_direct(wf, client, gpu, overwrite, resume, progress, t0, job_id):
         src, src_path, st, _ = found  # why_not leaves scans of variables to the general path
         edges, bins = direct.bins_of(wf, st.result_dtype(src.dtype))
         array_path = join(str(out_path), storage.dataset_array_name(result))
-        job = storage_job.plan(src_path, array_path, st, src.shape, src.dtype, src.chunks, gpu,
+        job = engine.plan(src_path, array_path, st, src.shape, src.dtype, src.chunks, gpu,
                                src.metadata.to_dict(), wf.outputs.get("chunks"), bins)
         frame = result
     else:
@@ -123,7 +124,7 @@ def _run_direct(wf, client, gpu, overwrite, resume, progress, t0, job_id):
         array_path, attrs, dims = _dataset_frame(wf, frame, resuming)
     shape = job.layout.shape  # the input's, or its region's
     if not (resuming and Location(array_path).child("zarr.json").exists()):
-        storage_job.create_output(array_path, shape, job.layout.dtype, job.layout, attrs, dims)
+        engine.create_output(array_path, shape, job.layout.dtype, job.layout, attrs, dims)
     # the block marks' folder, also for a run resumed after the last one dropped it (it was
     # interrupted between finishing the blocks and marking the output complete)
     Location(array_path).child(ownership.BLOCKS).make_dir()
@@ -131,9 +132,9 @@ def _run_direct(wf, client, gpu, overwrite, resume, progress, t0, job_id):
     row_in = int(np.prod(shape[1:])) * src.dtype.itemsize
     row_out = int(np.prod(shape[1:])) * np.dtype(job.layout.dtype).itemsize
     skipped_rows = sum(r1 - r0 for i, (r0, r1) in enumerate(job.row_blocks)
-                       if storage_job.block_mark(job, i) in done)
+                       if engine.block_mark(job, i) in done)
     workers = sorted(client.scheduler_info()["workers"]) if client is not None else None
-    tasks, merged = storage_job.graph(job, job.name, workers)
+    tasks, merged = engine.graph(job, job.name, workers)
     step_seconds, (_, (counts, stages)) = _compute([tasks, merged], client, progress)
     _finish(wf, array_path, frame is not None)
     # a resumed run with a histogram or a carried scan still reads every block, writes the missing
@@ -209,7 +210,7 @@ def _compute(job, client, progress) -> tuple[dict, object]:
     if client is None:
         import dask
 
-        with storage_job.local_blocks():
+        with engine.local_blocks():
             return {}, dask.compute(job)[0]
     from dask.utils import key_split
     from distributed import get_task_stream

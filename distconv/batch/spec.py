@@ -19,8 +19,8 @@ from pathlib import Path
 
 import yaml
 
-from ..graph import ownership, storage
-from ..graph.location import is_url
+from ..engine import ownership, storage
+from ..engine.location import is_url
 from .steps import UnknownStep, step_function
 from .validate import check
 from .workflow import Workflow, WorkflowError

@@ -2,7 +2,7 @@
 
 ``dc.to_zarr(y, path)`` where ``y`` is distconv stencils (filters, derivatives, laplace, fused
 as they were called), possibly then a scan along an axis, over an array read whole from a local
-Zarr store (``da.from_zarr`` or ``xr.open_zarr``): the chain runs as the engine's blocks (graph/storage_job: one task per block
+Zarr store (``da.from_zarr`` or ``xr.open_zarr``): the chain runs as the engine's blocks (distconv/engine: one task per block
 from read to write, named after the steps on the dashboard; on GPU workers nvCOMP decodes and
 encodes there), and the output is distconv's sharded Zarr v3, read by plain zarr-python and
 ``xr.open_zarr``. Anything else is written by dask, and the returned report says why."""
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from ..core import checks
 from ..core.stencil import identity
-from ..graph import ownership, storage
-from ..graph.location import Location, join
+from ..engine import ownership, storage
+from ..engine.location import Location, join
 from .filters import fused_source
 
 
@@ -52,11 +52,11 @@ def _array(data, path: str, client, attrs: dict, dims, overwrite: bool = False) 
     if job is None:
         return {**_general(data, path, client, attrs, dims, reason, overwrite),
                 "seconds": round(time.perf_counter() - t0, 3)}
-    from ..graph import storage_job  # the engine: imported when a job runs, not with distconv
+    from .. import engine  # the engine: imported when a job runs, not with distconv
 
     ownership.claim(path, overwrite)
-    storage_job.create_output(path, job.layout.shape, job.layout.dtype, job.layout, attrs, dims)
-    tasks, merged = storage_job.graph(job, job.name, _workers(client))
+    engine.create_output(path, job.layout.shape, job.layout.dtype, job.layout, attrs, dims)
+    tasks, merged = engine.graph(job, job.name, _workers(client))
     _compute([tasks, merged], client)
     storage.finish(path)
     ownership.mark_complete(path, {"by": "dc.to_zarr"})
@@ -65,8 +65,8 @@ def _array(data, path: str, client, attrs: dict, dims, overwrite: bool = False) 
 
 def plan(data, path: str, client=None, bins=(None, True), out_chunks=None):
     """(None, the engine's Job writing ``data`` to ``path``), or (why the engine cannot, None).
-    ``bins``/``out_chunks``: as storage_job.plan's."""
-    from ..graph import storage_job
+    ``bins``/``out_chunks``: as engine.plan's."""
+    from .. import engine
 
     reason, found = engine_chain(data)
     if found is None:
@@ -74,7 +74,7 @@ def plan(data, path: str, client=None, bins=(None, True), out_chunks=None):
     if Location(path).url:
         return "the output is not a local folder", None
     z, src, st, scan = found
-    return None, storage_job.plan(src, path, st, z.shape, z.dtype, z.chunks, _gpu(client), z.metadata.to_dict(),
+    return None, engine.plan(src, path, st, z.shape, z.dtype, z.chunks, _gpu(client), z.metadata.to_dict(),
                                   out_chunks, bins, scan=scan)
 
 
@@ -143,7 +143,7 @@ def _compute(graph, client):
     if client is None:
         import dask
 
-        from ..graph.storage_job import local_blocks
+        from ..engine import local_blocks
 
         with local_blocks():
             return dask.compute(graph)[0]

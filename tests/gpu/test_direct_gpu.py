@@ -10,7 +10,8 @@ import yaml
 import zarr
 
 from distconv import batch
-from distconv.graph import shards, storage, storage_job
+from distconv import engine
+from distconv.engine import shards, storage, write
 
 from ..helpers import poison_gpu_pool
 
@@ -31,7 +32,7 @@ def _run(tmp_path, name, inp, steps):
 @pytest.mark.parametrize("shape, chunks", [((203, 61), (8, 16)), ((37, 33, 20), (4, 11, 20))])
 def test_direct_path_on_the_gpu_equals_scipy(tmp_path, monkeypatch, shape, chunks):
     monkeypatch.setattr(storage, "GPU_CHUNK_BYTES", 9000)  # many blocks: halos cross them
-    monkeypatch.setattr(storage_job, "SHARD_MIN_BYTES", 0)
+    monkeypatch.setattr(write, "SHARD_MIN_BYTES", 0)
     monkeypatch.setattr(shards, "INNER_BYTES", 300)
     steps = [{"op": "gaussian_filter", "sigma": 1.5}, {"op": "laplace", "mode": "nearest"}]
     wf, s = _run(tmp_path, "a", {"path": "in.zarr", "synthetic": {"shape": list(shape), "chunks": list(chunks),
@@ -70,7 +71,7 @@ def test_nvcomp_reads_shards_in_place_or_gathered(tmp_path, writer):
     layout = shards.Layout(shape, shard, (10, 35), "<f4")
     p = str(tmp_path / "s.zarr")
     if writer == "distconv":
-        storage_job.create_output(p, shape, np.float32, layout, {})
+        engine.create_output(p, shape, np.float32, layout, {})
         shards.write_block(p, layout, x, 0, cpu_zstd.encode_frames)
     else:
         zarr.create_array(p, shape=shape, shards=shard, chunks=layout.inner, dtype="f4",
@@ -135,7 +136,7 @@ def test_zarr_chunks_decoded_in_batches_of_blocks_on_the_gpu(tmp_path, monkeypat
         pytest.skip("nvCOMP not installed")
     block = 32 * 61 * 4
     monkeypatch.setattr(storage, "GPU_CHUNK_BYTES", block)  # blocks of 4 chunk rows
-    monkeypatch.setattr(storage_job, "SHARD_MIN_BYTES", 0)
+    monkeypatch.setattr(write, "SHARD_MIN_BYTES", 0)
     x = np.random.default_rng(11).standard_normal((203, 61)).astype(np.float32)
     x[40:48, 16:32] = 0.5
     z = zarr.create_array(str(tmp_path / "in.zarr"), shape=x.shape, chunks=(8, 16), dtype="f4", fill_value=0.5,

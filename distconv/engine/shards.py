@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..backends.cuda.zstd import FRAME_ALIGN, aligned_up
+from ..backends.cuda import loader
 
 INNER_BYTES = 2**20  # ~1 MiB inner chunks: many frames per block for the GPU codec, and
                      # reads that do not decode a whole shard for a small region
@@ -87,6 +87,17 @@ def from_chunk_major(flat, layout: Layout, rows: int):
     full = tuple(g * s for g, s in zip(grid, layout.shard))
     arr = arr.transpose(order).reshape(full)
     return arr[(slice(0, rows),) + tuple(slice(0, n) for n in layout.shape[1:])]
+
+
+# The format's frame alignment: every frame of distconv's shard files (and of the device
+# buffers nvCOMP reads them from) starts on a multiple of it. Its one home is kernels/zstd.cu,
+# whose packing kernel moves frames in words of this size.
+FRAME_ALIGN = loader.define("DC_FRAME_ALIGN")
+
+
+def aligned_up(n):
+    """``n`` bytes (an int or an array of them) rounded up to FRAME_ALIGN."""
+    return -(-n // FRAME_ALIGN) * FRAME_ALIGN
 
 
 # Every frame of our shard files starts on a multiple of FRAME_ALIGN bytes (zero padding between

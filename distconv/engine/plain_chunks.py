@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..backends.cuda.zstd import aligned_up
 from . import chunk_heads, shards
+from .shards import aligned_up
 
 # bytes of chunk files read per piece on the way to the device (two pieces of pinned staging)
 PIECE_BYTES = 256 * 2**20

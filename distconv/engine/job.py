@@ -1,0 +1,196 @@
+"""Zarr in, a stencil chain, Zarr out: one task per block, from read to write.
+
+Blocks are slabs along axis 0 made of whole output shards. A block's task reads its rows plus
+the chain's halo straight from the input store (so it needs no neighbour task and nothing
+travels between workers), moves them to the GPU where the worker has one, runs the fused
+stencil on a Tile whose halo pieces are views of that one buffer, optionally counts a
+histogram of the result, and writes its own shards (encoded with nvCOMP on the GPU when
+available, else zstd on every CPU core). Reads go through zarr, with the zarrs Rust codec
+pipeline when it is installed, or straight from the input's shard files when nvCOMP decodes
+them, or (zarr's plain zstd chunks, with nvCOMP) from device memory that a batch of the
+worker's blocks was decoded into ahead of them (engine/batches.py). A task runs in three
+stages (read, device, write) and a process keeps config.IO_SLOTS blocks in flight,
+config.DEVICE_BLOCKS of them at a time on its device, so the stages of different blocks overlap. A per-block mark
+makes a rerun with resume skip finished blocks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import numpy as np
+
+from .. import backends
+from ..backends.device import device
+from ..core.arrays import array_module, to_host
+from ..core.tile import Tile
+from . import batches, carries, config, ownership, shards
+from .plan import Job, block_mark, runs
+from .read import fetch, to_device
+from .slots import Clock, device_turn
+from .slots import slots as process_slots
+
+
+def run_block(job: Job, i: int, carry=None, local=None):
+    """One block end to end, in one of the process's I/O slots. Returns (histogram counts or an
+    empty array, seconds per stage: waiting for a slot, reading, waiting for the device,
+    decode or upload, kernels, histogram, encode, file writes), the stages timed with the GPU
+    synced. A carried scan runs a block in two parts: ``local`` (its own scan held here; returns
+    (its total, seconds)), then ``write`` (``carry``: the blocks' before it; ``local``: what the
+    first part returned)."""
+    mark = ownership.block_mark(job.dst, block_mark(job, i))
+    if not runs(job, i):
+        carries.HELD.pop((job.run, i))
+        return np.zeros(0, dtype=np.int64), {}
+    clock = Clock(job.gpu)
+    if local is not None:
+        for stage, t in local[1].items():
+            clock.count(stage, t)
+    slots = process_slots(job.gpu)
+    slot = slots.get(i)
+    clock.lap("slot wait")
+    try:
+        return _run_block(job, i, slot, mark, clock, carry)
+    finally:
+        slots.put(slot)
+
+
+def _run_block(job: Job, i: int, slot: int, mark, clock, carry=None):
+    r0, r1 = job.row_blocks[i]
+    write = job.part != "local" and not mark.exists()
+    (first, n0), (lo_h, hi_h) = job.row_limits(), job.stencil.depth[0]
+    lo, hi = max(first, r0 - lo_h), min(n0, r1 + hi_h)
+    out = carries.HELD.pop((job.run, i)) if job.part == "write" else None
+    if out is None:
+        # a write part whose held scan was dropped reads through zarr, not its batch again
+        reading = job if job.part != "write" else dataclasses.replace(job, batches=())
+        fetched = fetch(reading, i, (lo, r0, r1, hi), slot, clock)
+    with device_turn(job.gpu, slot, clock):
+        total = None
+        if out is None:
+            out, total = _result(job, fetched, (lo, r0, r1, hi), clock)
+            del fetched
+        if job.part == "local":
+            carries.HELD.put((job.run, i), out, config.held_bytes(job.gpu))
+            return to_host(total), clock.laps
+        if carry is not None:
+            out = job.scan.seed(out, carry)
+            clock.lap("carry")
+        counts = np.zeros(0, dtype=np.int64)
+        if job.edges is not None:
+            counts = to_host(backends.counts(out, job.edges, job.uniform))
+            clock.lap("histogram")
+        if write:
+            encoded = shards.encode_block(job.layout, out, device(job.gpu).encoder(slot))
+            clock.lap("encode")
+        del out
+    if write:
+        shards.write_encoded(job.dst, job.layout, encoded, r1 - r0, r0 - job.box()[0][0])
+        clock.lap("write files")
+        mark.touch()
+    return counts, clock.laps
+
+
+def _result(job: Job, fetched, rows: tuple, clock):
+    """A block's result on its device from its ``fetched`` rows (``rows`` = (lo, r0, r1, hi)):
+    the chain, then the scan without the carry of the blocks before it: (result, its scan
+    total along axis 0 for a local part, else None)."""
+    lo, r0, r1, hi = rows
+    ext = to_device(job, fetched, lo, hi, clock)
+    ext, halo, trim = _around(job, ext, rows)
+    out = job.stencil.func(Tile.extended(ext, halo))
+    del ext
+    if trim is not None:
+        out = array_module(out).ascontiguousarray(out[trim])
+    clock.lap("compute")
+    total = None
+    if job.scan is not None:
+        scanned = job.scan(out)
+        total = job.scan.total(scanned, out) if job.part == "local" else None
+        out = scanned
+        clock.lap("scan")
+    return out, total
+
+
+def _around(job: Job, ext, rows: tuple):
+    """The block's rows lo..hi ``ext`` (whole along the other axes) cut to the window and the
+    halo around it: (that array, contiguous; the tile's halo per axis; the slices of the
+    chain's result that are the block, or None for all of it). Where a halo reaches the
+    input's edge short of the chain's depth (a region's data edges near it), the block grows
+    to that edge instead, which the steps then treat as the global edge it is, and the result
+    is trimmed back: a halo that short would have the later steps apply their modes inside
+    the input."""
+    lo, r0, r1, hi = rows
+    ranges = [((r0, r1), (lo, hi))]
+    for a in range(1, ext.ndim):
+        (start, stop), (first, last), (below, above) = job.box()[a], job.limits(a), job.stencil.depth[a]
+        ranges.append(((start, stop), (max(first, start - below), min(last, stop + above))))
+    cut, halo, trim, grown = [slice(None)], [], [], False
+    for a, ((start, stop), (c0, c1)) in enumerate(ranges):
+        (below, above), (first, last) = job.stencil.depth[a], job.limits(a)
+        # a short halo at the input's edge: the centre grows to that edge (its halo then 0)
+        s = c0 if (c0 == first and 0 < start - c0 < below) else start
+        e = c1 if (c1 == last and 0 < c1 - stop < above) else stop
+        if a:
+            cut.append(slice(c0, c1))
+        halo.append((s - c0, c1 - e))
+        trim.append(slice(start - s, stop - s))
+        grown = grown or (s, e) != (start, stop)
+    whole = all(c.start == 0 and c.stop == n for c, n in zip(cut[1:], ext.shape[1:]))
+    if not whole:
+        ext = array_module(ext).ascontiguousarray(ext[tuple(cut)])
+    return ext, tuple(halo), tuple(trim) if grown else None
+
+
+def graph(job: Job, name: str, workers: list | None = None):
+    """The job as dask delayed objects: one task per block (named ``name``), and their
+    results tree-merged (8 at a time): (histogram counts, seconds per stage). With ``workers``
+    (addresses) each worker is given one contiguous range of blocks, so neighbouring blocks
+    run in one process and hand each other their edge rows (read.EdgeRows); dask may still move a
+    task elsewhere (allow_other_workers), which only costs that block a decode. A carried scan
+    gives each block two tasks, its own scan (``name``-local, which returns its total) and
+    its write, and chains the totals into each block's carry (distconv-carry): one read."""
+    import dask
+    from dask.base import tokenize
+
+    n = len(job.row_blocks)
+    if job.gpu:
+        in_rows = (job.in_shape or job.layout.shape)[1:]  # whole input rows are decoded
+        row_bytes = math.prod(in_rows) * np.dtype(job.in_dtype or job.layout.dtype).itemsize
+        job = dataclasses.replace(job, batches=batches.plan(job.row_blocks, row_bytes, len(workers or [None]),
+                                                            config.batch_bytes()))
+    token = tokenize(job)
+    tasks, carry = [], None
+    for i in range(n):
+        where = {} if not workers else {"workers": [workers[batches.worker_of(i, n, len(workers))]],
+                                        "allow_other_workers": True}
+        with dask.annotate(**where):
+            if not job.carried:
+                tasks.append(dask.delayed(run_block, pure=False)(job, i, dask_key_name=f"{name}-{token}-{i}"))
+                continue
+            local = dask.delayed(run_block, pure=False)(dataclasses.replace(job, part="local"), i,
+                                                         dask_key_name=f"{name}-local-{token}-{i}")
+            tasks.append(dask.delayed(run_block, pure=False)(dataclasses.replace(job, part="write"), i, carry, local,
+                                                             dask_key_name=f"{name}-{token}-{i}"))
+        if i < n - 1:
+            carry = dask.delayed(carries.carry, pure=True)(job.scan, carry, local,
+                                                    dask_key_name=f"distconv-carry-{token}-{i + 1}")
+    level, depth = tasks, 0
+    while len(level) > 1:
+        level = [dask.delayed(_add, pure=True)(*level[k:k + 8],
+                                              dask_key_name=f"distconv-merge-{token}-{depth}-{k}")
+                 for k in range(0, len(level), 8)]
+        depth += 1
+    return tasks, level[0]
+
+
+def _add(*parts):
+    """(counts, stage seconds) of several blocks added up."""
+    counts = functools.reduce(np.add, [p[0] for p in parts])
+    stages: dict = {}
+    for _, laps in parts:
+        for k, v in laps.items():
+            stages[k] = stages.get(k, 0.0) + v
+    return counts, stages

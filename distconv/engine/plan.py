@@ -1,0 +1,113 @@
+"""A job's plan: which blocks of which rows, the output's shard layout, and which blocks run
+in this run (a rerun with resume skips the blocks whose mark is written)."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core.stencil import Stencil
+from ..graph.halo import merge_thin
+from . import ownership, shards
+from .write import shard_shape
+
+
+@dataclass(frozen=True)
+class Job:
+    src: str
+    dst: str
+    stencil: Stencil
+    layout: shards.Layout        # the output's
+    row_blocks: tuple            # ((r0, r1), ...): the input rows each block writes, covering the window
+    edges: np.ndarray | None     # histogram of the result, when asked (float edges)
+    uniform: bool = True
+    gpu: bool = False
+    src_layout: shards.Layout | None = None   # the input's, when its shards can be read directly
+    in_dtype: str | None = None  # the input's (layout.dtype is the output's); None: the same
+    batches: tuple = ()          # per block (b0, b1, w1): its decode batch b0..b1, its worker's end w1
+    run: str = field(default_factory=lambda: uuid.uuid4().hex)  # names this run's shared edge rows
+    in_shape: tuple | None = None  # the input's; None: the output's
+    window: tuple = ()           # ((start, stop), ...): the box of the input the output is; (): all of it
+    edges_data: bool = False     # halos read the input beyond the window (a region's edges: data)
+    scan: object = None          # a scan after the chain (ops.scans.ScanStep)
+    part: str = "block"          # block: read to write; local: the block's own scan held, its total
+                                 # returned; write: that scan seeded by its carry and written
+
+    def box(self) -> tuple:
+        """((start, stop), ...) of the input the output covers."""
+        return self.window or tuple((0, n) for n in (self.in_shape or self.layout.shape))
+
+    def limits(self, axis: int) -> tuple:
+        """(lo, hi): the input a halo may read along ``axis``: the window (its edges take the
+        steps' modes), or the whole input when the region's edges are the data's."""
+        if self.edges_data:
+            return 0, (self.in_shape or self.layout.shape)[axis]
+        return self.box()[axis]
+
+    def row_limits(self) -> tuple:
+        return self.limits(0)
+
+    @property
+    def name(self) -> str:
+        """Its tasks' name on the dashboard, the steps': distconv-gaussian-laplace, distconv-cumsum."""
+        if self.scan is None or self.stencil.name == self.scan.name:
+            return self.stencil.name
+        return self.stencil.name + self.scan.name.removeprefix("distconv")
+
+    @property
+    def carried(self) -> bool:
+        """Does a block's result need the blocks before it (a scan along axis 0)?"""
+        return self.scan is not None and self.scan.axis == 0 and len(self.row_blocks) > 1
+
+
+def plan(src: str, dst: str, st: Stencil, shape, dtype, storage_chunks, gpu: bool, src_meta=None,
+         out_chunks=None, bins=(None, True), window=(), edges_data=False, scan=None) -> Job:
+    """The job of ``st`` (a fused stencil chain), then ``scan`` if any, from the Zarr array at
+    ``src`` (``shape``, ``dtype``, ``storage_chunks``; ``src_meta``: its metadata document, so
+    its shards can be read directly) to a new sharded array at ``dst`` in the result dtype:
+    blocks of ~1 GiB on GPUs, 64 MiB on CPUs, made of whole output shards (``out_chunks``, else
+    the input's chunks grown to SHARD_MIN_BYTES). ``window``: ((start, stop), ...) of the input
+    (a region), ``edges_data``: its halos read the data around it. ``bins``: (kernel edges,
+    uniform) to count a histogram of the result in the same pass."""
+    from .storage import CPU_CHUNK_BYTES, GPU_CHUNK_BYTES
+
+    box = tuple(window) or tuple((0, n) for n in shape)
+    out_shape = tuple(b - a for a, b in box)
+    out_dtype = scan.dtype if scan is not None else st.result_dtype(dtype)  # output= may change it
+    itemsize = out_dtype.itemsize
+    shard = tuple(out_chunks or shard_shape(storage_chunks, out_shape, itemsize))
+    layout = shards.Layout(out_shape, shard, shards.inner_shape(shard, itemsize), out_dtype.str)
+    row_bytes = max(itemsize, np.dtype(dtype).itemsize) * math.prod(shape[1:])  # whole input rows are read
+    rows = plan_rows(out_shape[0], shard[0], row_bytes, GPU_CHUNK_BYTES if gpu else CPU_CHUNK_BYTES, st.depth[0])
+    rows = tuple((a + box[0][0], b + box[0][0]) for a, b in rows)
+    src_layout = shards.layout_of(src_meta, shape, dtype) if src_meta else None
+    return Job(str(src), str(dst), st, layout, rows, bins[0], bins[1], gpu, src_layout,
+               in_dtype=np.dtype(dtype).str, in_shape=tuple(shape), window=tuple(map(tuple, window)),
+               edges_data=bool(window) and edges_data, scan=scan)
+
+
+def plan_rows(n0: int, shard_rows: int, row_bytes: int, target_bytes: int, depth: tuple) -> tuple:
+    """Row blocks of ~target_bytes made of whole shard rows, each thick enough for the halo."""
+    per = max(1, target_bytes // max(1, row_bytes * shard_rows)) * shard_rows
+    sizes = [min(per, n0 - r) for r in range(0, n0, per)]
+    sizes = list(merge_thin(tuple(sizes), *depth))
+    bounds = np.cumsum([0] + sizes)
+    return tuple((int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]))
+
+
+def runs(job: Job, i: int) -> bool:
+    """Whether block ``i`` runs in this run (a written block is skipped a written block unless it counts a
+    histogram; every block's scan is needed for the carries)."""
+    return (job.part == "local" or job.edges is not None
+            or not ownership.block_mark(job.dst, block_mark(job, i)).exists())
+
+
+def block_mark(job: Job, i: int) -> str:
+    """The mark of block ``i``: the region of the output it writes (its rows, every other axis
+    whole)."""
+    r0, r1 = job.row_blocks[i]
+    first = job.box()[0][0]
+    return ownership.block_name([(r0 - first, r1 - first)] + [(0, n) for n in job.layout.shape[1:]])

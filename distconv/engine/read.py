@@ -1,0 +1,153 @@
+"""A block's read stage and its rows on the device: shard frames read in place, a batch's rows
+decoded on the GPU, or zarr decoding on the host's cores with halo rows handed between
+neighbouring blocks."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..backends.device import device
+from . import batches, chunk_heads, config, plain_chunks, shards
+from .plan import Job, runs
+
+_BATCHES = batches.Reader()
+
+
+def fetch(job: Job, i: int, rows: tuple, slot: int, clock):
+    """The read stage of block ``i``: rows lo..hi of the input (``rows`` = (lo, r0, r1, hi): the
+    block r0..r1 and its halo), as shards.Frames on the host when the input's shards decode on
+    this GPU through nvCOMP (the files read straight into pinned memory), as its batch's
+    frames decoded on the device when the input is zarr's plain zstd chunks (batches.Reader), else
+    as an array decoded by zarr (zarrs when installed; on a GPU straight into pinned memory: a
+    pageable upload runs at ~1 GB/s there), the halo rows shared with neighbouring blocks."""
+    lo, r0, r1, hi = rows
+    dev = device(job.gpu)
+    if dev.frames and job.src_layout is None and job.batches:
+        parts = _BATCHES.take(job, i, config.opened(job.src), lo, hi, clock, functools.partial(runs, job))
+        clock.lap("batch wait")
+        if parts is not None:
+            return Decoded(parts)
+    if dev.frames and job.src_layout is not None:
+        fr = shards.read_frames(job.src, job.src_layout, lo, hi, dev.frame_staging(slot))
+        clock.lap("read files")
+        if fr is not None:
+            return fr
+    src = config.opened(job.src)
+    host = dev.staging(slot, (hi - lo,) + src.shape[1:], src.dtype)
+    clock.count("halos decoded", EDGES.read(job.run, src, host, rows, job.stencil.depth[0]))
+    clock.lap("decode")
+    return host
+
+
+def to_device(job: Job, fetched, lo: int, hi: int, clock):
+    """The fetched rows where the block runs: cut from its batch's decoded chunks, frames
+    decoded by nvCOMP, a pinned host array uploaded, or (no GPU) the host array itself."""
+    if isinstance(fetched, Decoded):
+        ext = plain_chunks.gather([(d.flat, d.chunks, a, b) for d, a, b in fetched.parts], lo, hi)
+        clock.lap("rows")
+        return ext
+    if isinstance(fetched, shards.Frames):
+        ext = shards.decode_rows(fetched, lo, hi, device(job.gpu).decode_frames)
+        clock.lap("decode")
+        return ext
+    if not job.gpu:
+        return fetched
+    ext = device(job.gpu).upload(fetched)
+    clock.lap("upload")
+    return ext
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """A block's rows decoded in batches on the device: [(batches.Decoded, a, b), ...]."""
+    parts: list
+
+
+def decode_into(src, a: int, b: int, dest: np.ndarray):
+    """Rows a..b of the zarr array ``src`` decoded straight into ``dest``."""
+    try:
+        from zarr.core.buffer import default_buffer_prototype
+
+        src.get_basic_selection((slice(a, b),), out=default_buffer_prototype().nd_buffer.from_numpy_array(dest))
+    except (TypeError, ValueError, NotImplementedError):
+        np.copyto(dest, src[a:b])
+
+
+class EdgeRows:
+    """Rows at the edges of the blocks this process decodes, handed to the neighbouring block.
+
+    A block's halo rows lie in its neighbours' storage chunks; with 64 MiB chunks and 1 GiB
+    blocks, decoding them again doubled every block's decode work (NOTES.md). A lower halo (the
+    first rows of the chunks below) of a plain zstd array is decoded from the heads of those
+    chunks alone (chunk_heads). Other halo rows: a block first promises its edge rows, decodes
+    its own rows, then publishes the edges; a neighbour in flight in this process waits for
+    them, one that is not (or is on another worker) decodes the rows from storage. Nothing
+    waits before publishing, so no two blocks wait on each other.
+    """
+
+    KEEP = 64  # entries not taken (a neighbour on another worker) are dropped oldest first
+
+    def __init__(self):
+        import collections
+        import threading
+
+        self._lock = threading.Lock()
+        self._rows = collections.OrderedDict()
+
+    def _promise(self, key):
+        from concurrent.futures import Future
+
+        with self._lock:
+            fut = self._rows[key] = Future()
+            while len(self._rows) > self.KEEP:
+                self._rows.popitem(last=False)
+        return fut
+
+    def _take(self, key):
+        with self._lock:
+            return self._rows.pop(key, None)
+
+    def read(self, run: str, src, host: np.ndarray, rows: tuple, depth: tuple):
+        """Fill ``host`` with rows lo..hi of ``src``: the block's own rows r0..r1 decoded here,
+        its halo rows from a neighbour's published edges where there are any. ``depth``: the
+        job's halo rows (above, below), the same for every block. Returns how many halo pieces
+        were decoded from whole storage chunks (0, 1 or 2)."""
+        lo, r0, r1, hi = rows
+        above, below = depth
+        own = host[r0 - lo:r1 - lo]
+        # the block above takes our first `below` rows as its lower halo (unless it decodes them
+        # from the heads of our first chunks: chunk_heads), the block below our last `above`
+        # rows as its upper halo
+        heads = chunk_heads.plain(src)
+        edges = {(run, r1 - above, r1): own[own.shape[0] - above:]}
+        if not heads:
+            edges[(run, r0, r0 + below)] = own[:below]
+        promised = {k: self._promise(k) for k, v in edges.items() if 0 < k[2] - k[1] == v.shape[0]}
+        try:
+            decode_into(src, r0, r1, own)
+        except BaseException as e:
+            for fut in promised.values():
+                fut.set_exception(e)
+            raise
+        for k, fut in promised.items():
+            fut.set_result(edges[k].copy())
+        decoded = 0
+        for a, b, dest in ((lo, r0, host[:r0 - lo]), (r1, hi, host[r1 - lo:])):
+            if b <= a or (heads and a == r1 and chunk_heads.read(src, a, b, dest)):
+                continue
+            fut = self._take((run, a, b))
+            if fut is not None:
+                try:
+                    np.copyto(dest, fut.result())
+                    continue
+                except Exception:  # noqa: BLE001 - the neighbour failed: decode the rows here
+                    pass
+            decode_into(src, a, b, dest)
+            decoded += 1
+        return decoded
+
+
+EDGES = EdgeRows()

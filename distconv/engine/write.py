@@ -1,0 +1,35 @@
+"""The output a job writes: its shards' shape, and the sharded Zarr v3 array itself (standard
+Zarr: plain zarr-python, TensorStore and zarrs read it)."""
+
+from __future__ import annotations
+
+import math
+
+from . import ownership, shards
+from .location import Location
+
+SHARD_MIN_BYTES = 16 * 2**20
+
+
+def shard_shape(storage: tuple, shape: tuple, itemsize: int) -> tuple:
+    """Output shards: the input's storage chunks, grown along axis 0 to at least
+    SHARD_MIN_BYTES so every shard holds many inner chunks."""
+    min_bytes = SHARD_MIN_BYTES
+    shard = list(min(s, n) for s, n in zip(storage, shape))
+    while math.prod(shard) * itemsize < min_bytes and shard[0] < shape[0]:
+        shard[0] = min(shape[0], shard[0] * 2)
+    return tuple(shard)
+
+
+def create_output(dst: str, shape, dtype, layout: shards.Layout, attrs: dict, dims=None):
+    """The job's output array (sharded as ``layout``; ``dims``: Zarr's dimension names, which
+    xarray reads)."""
+    import zarr
+
+    z = zarr.create_array(dst, shape=tuple(shape), shards=layout.shard, chunks=layout.inner,
+                          dtype=dtype, compressors=zarr.codecs.ZstdCodec(level=1),
+                          attributes=attrs, overwrite=False, dimension_names=dims)
+    if not shards.matches(z.metadata.to_dict(), layout):
+        raise RuntimeError(f"zarr wrote a sharding layout distconv cannot write into: {z.metadata}")
+    Location(dst).child(ownership.BLOCKS).make_dir()
+    return z
