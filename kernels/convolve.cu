@@ -529,3 +529,102 @@ distconv_separable2d(const __grid_constant__ DcTile src, T *__restrict__ out, i6
         if (s) atomicAdd(counts + b, s);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// distconv_terms2d: out = A + B (COMBINE DC_TERMS_SUM) or sqrt(A*A + B*B) (DC_TERMS_MAGNITUDE),
+//   A = (a0 along y) o (a1 along x), B = (b0 along y) o (b1 along x): scipy's gaussian_laplace
+//   and gaussian_gradient_magnitude of a 2-D plane (second or first Gaussian derivative along
+//   one axis, the Gaussian along the other) as one pass over memory instead of four to six.
+// Threads -> data: as distconv_separable2d without its second step: 256 threads own a TH x TW
+//   output tile of one plane z (blockIdx.x: column tiles, blockIdx.y: row tiles, grid-stride;
+//   blockIdx.z: planes). Horizontal pass: a thread takes DC_SEP_PX consecutive columns of one
+//   staged row and computes both terms' x passes from one register window. Vertical pass: a
+//   thread takes one column and DC_SEP_PY consecutive rows, both terms' y passes, combines
+//   them and stores (a warp covers 32 adjacent columns: coalesced).
+// Shared memory (dynamic): the input tile with its halo, SH = TH+K0-1 rows x SWP columns (as
+//   distconv_separable2d), then the two horizontal results, 2 x HH x TW (HH = TH + K0 - 1);
+//   the launcher's formula (convolve.py, _terms_smem) is this one.
+// Taps: a0, a1, b0, b1 (2 x (K0 + K1) values) by value, as distconv_separable2d's.
+// Rounding: each term in T, x pass then y pass, as distconv_separable2d; then combined in T.
+// Limits: K0, K1 <= DC_SEP_MAX_TAPS; origins 0; one mode for both terms (constant only with
+//   cval 0: then the order of a term's passes does not change its edges).
+#define DC_TERMS_SUM 0
+#define DC_TERMS_MAGNITUDE 1
+template <typename T, int K0, int K1, int COMBINE>
+__global__ void __launch_bounds__(DC_SEP_BX *DC_SEP_BY, sizeof(T) == 4 ? 2 : 1)
+distconv_terms2d(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW, i64 offH,
+                 i64 offW, int mode, T cval, const DcTaps<T, 2 * (K0 + K1)> taps) {
+    constexpr int NT = DC_SEP_BX * DC_SEP_BY, TH = DC_SEP_TH, TW = DC_SEP_TW;
+    constexpr int PX = DC_SEP_PX, PY = DC_SEP_PY, VN = dc_vec16<T>::n;
+    constexpr int WN = (PX + K1 - 1 + VN - 1) / VN * VN;  // horizontal window, whole vectors
+    constexpr int SWP = TW - PX + WN, SH = TH + K0 - 1, HH = TH + K0 - 1;
+    constexpr int NSEG = TH / PY;
+    static_assert(PX == 4 && TW % PX == 0 && TH % PY == 0, "tile shape");
+    static_assert(K0 <= DC_SEP_MAX_TAPS && K1 <= DC_SEP_MAX_TAPS, "passes within DC_SEP_MAX_TAPS");
+    extern __shared__ __align__(16) unsigned char dc_smem_raw[];
+    T *s_in = reinterpret_cast<T *>(dc_smem_raw);
+    T *s_a = s_in + SH * SWP;
+    T *s_b = s_a + HH * TW;
+    const int tid = threadIdx.y * DC_SEP_BX + threadIdx.x;
+    const i64 nty = (oH + TH - 1) / TH;
+    const i64 x0 = (i64)blockIdx.x * TW;
+
+    for (i64 z = blockIdx.z; z < oD; z += gridDim.z) {
+        for (i64 tyb = blockIdx.y; tyb < nty; tyb += gridDim.y) {
+            const i64 y0 = tyb * TH;
+            dc_stage<T, SH, SWP, NT>(s_in, src, z, y0 + offH, x0 + offW, mode, cval, tid);
+            __syncthreads();
+            for (int e = tid; e < SH * (TW / PX); e += NT) {
+                const int r = e / (TW / PX), c = (e - r * (TW / PX)) * PX;
+                T win[WN];
+                dc_load_window<WN>(win, s_in + r * SWP + c);
+                T a[PX], b[PX];
+#pragma unroll
+                for (int q = 0; q < PX; ++q) a[q] = b[q] = T(0);
+#pragma unroll
+                for (int k = 0; k < K1; ++k) {
+                    const T wa = taps.w[K0 + k], wb = taps.w[2 * K0 + K1 + k];
+#pragma unroll
+                    for (int q = 0; q < PX; ++q) {
+                        a[q] = fma(wa, win[q + k], a[q]);
+                        b[q] = fma(wb, win[q + k], b[q]);
+                    }
+                }
+                dc_store4(s_a + r * TW + c, a[0], a[1], a[2], a[3]);
+                dc_store4(s_b + r * TW + c, b[0], b[1], b[2], b[3]);
+            }
+            __syncthreads();
+            for (int e = tid; e < NSEG * TW; e += NT) {
+                const int seg = e / TW, c = e - seg * TW;
+                T a[PY], b[PY];
+#pragma unroll
+                for (int q = 0; q < PY; ++q) a[q] = b[q] = T(0);
+#pragma unroll
+                for (int r = 0; r < PY + K0 - 1; ++r) {
+                    const T va = s_a[(seg * PY + r) * TW + c], vb = s_b[(seg * PY + r) * TW + c];
+#pragma unroll
+                    for (int q = 0; q < PY; ++q) {
+                        const int k = r - q;
+                        if (k >= 0 && k < K0) {
+                            a[q] = fma(taps.w[k], va, a[q]);
+                            b[q] = fma(taps.w[K0 + K1 + k], vb, b[q]);
+                        }
+                    }
+                }
+                if (x0 + c >= oW) continue;
+                const i64 y = y0 + seg * PY;
+                T *o = out + (z * oH + y) * oW + x0 + c;
+#pragma unroll
+                for (int q = 0; q < PY; ++q, o += oW) {
+                    if (y + q >= oH) break;
+                    if constexpr (COMBINE == DC_TERMS_SUM) {
+                        *o = a[q] + b[q];
+                    } else {  // each square rounded to T before the sum, as scipy's in-place steps
+                        *o = sqrt(__fmul_rn(a[q], a[q]) + __fmul_rn(b[q], b[q]));
+                    }
+                }
+            }
+            __syncthreads();
+        }
+    }
+}

@@ -21,40 +21,50 @@ __device__ __forceinline__ T dc_block_reduce(T v, T *warp_part) {
 template <typename Tin, int VEC> struct alignas(sizeof(Tin) * VEC) dc_pack { Tin v[VEC]; };
 
 // ---------------------------------------------------------------------------------------------
-// distconv_reduce_all: reduce n elements to one value.
-// Threads -> data: grid-stride over 16-byte packs (VEC elements each, UNROLL packs in flight
-//   per thread); the tail (n % VEC) is read element-wise by block 0.
+// distconv_reduce_all: reduce n elements to one value, in one launch.
+// Threads -> data: one wave of blocks (the launcher sizes the grid from the occupancy, so no
+//   block waits for a second wave); grid-stride over 16-byte packs (VEC elements each),
+//   DC_REDUCE_UNROLL packs in flight per thread, read without bounds checks while a whole step
+//   fits and with them in the last step; the tail (n % VEC) is read element-wise by block 0.
 // Each block writes a partial; the last block to finish (atomic ticket) folds the partials and
 //   resets the ticket, so one launch does the whole reduction (deterministic order of partials).
-// Shared memory: 32 T. Limits: in must be 16-byte aligned when VEC > 1; gridDim.x <= 4096.
+// Shared memory: 32 T. Limits: in must be 16-byte aligned when VEC > 1; partials hold gridDim.x
+//   T; a ticket serves one launch at a time (the launcher keeps one per device and stream).
+#define DC_REDUCE_UNROLL 8
 template <typename Tin, typename T, class Op, int VEC>
 __global__ void __launch_bounds__(DC_BLOCK)
 distconv_reduce_all(const Tin *__restrict__ in, i64 n, T *partials, T *out, unsigned int *ticket) {
-    constexpr int UNROLL = 4;
+    constexpr int U = DC_REDUCE_UNROLL;
     __shared__ T warp_part[32];
     __shared__ bool last;
     const T ident = Op::template identity<T>();
-    T acc[UNROLL];
+    T acc[U];
 #pragma unroll
-    for (int u = 0; u < UNROLL; ++u) acc[u] = ident;
+    for (int u = 0; u < U; ++u) acc[u] = ident;
     const i64 packs = n / VEC;
     const dc_pack<Tin, VEC> *p = reinterpret_cast<const dc_pack<Tin, VEC> *>(in);
-    const i64 stride = (i64)gridDim.x * blockDim.x * UNROLL;
-    for (i64 i = (i64)blockIdx.x * blockDim.x * UNROLL + threadIdx.x; i < packs; i += stride) {
-        dc_pack<Tin, VEC> q[UNROLL];
+    const i64 step = (i64)blockDim.x * U, stride = (i64)gridDim.x * step;
+    i64 i = (i64)blockIdx.x * step + threadIdx.x;
+    for (; i + (U - 1) * blockDim.x < packs; i += stride) {  // whole steps: no checks
+        dc_pack<Tin, VEC> q[U];
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u)
-            if (i + u * blockDim.x < packs) q[u] = p[i + u * blockDim.x];
+        for (int u = 0; u < U; ++u) q[u] = p[i + u * blockDim.x];
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u)
-            if (i + u * blockDim.x < packs)
+        for (int u = 0; u < U; ++u)
 #pragma unroll
-                for (int e = 0; e < VEC; ++e) acc[u] = Op::apply(acc[u], T(q[u].v[e]));
+            for (int e = 0; e < VEC; ++e) acc[u] = Op::apply(acc[u], T(q[u].v[e]));
     }
-    if (blockIdx.x == 0)
-        for (i64 i = packs * VEC + threadIdx.x; i < n; i += blockDim.x) acc[0] = Op::apply(acc[0], T(in[i]));
 #pragma unroll
-    for (int u = 1; u < UNROLL; ++u) acc[0] = Op::apply(acc[0], acc[u]);
+    for (int u = 0; u < U; ++u)  // this thread's last, partial step
+        if (i + u * blockDim.x < packs) {
+            const dc_pack<Tin, VEC> q = p[i + u * blockDim.x];
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) acc[u] = Op::apply(acc[u], T(q.v[e]));
+        }
+    if (blockIdx.x == 0)
+        for (i64 k = packs * VEC + threadIdx.x; k < n; k += blockDim.x) acc[0] = Op::apply(acc[0], T(in[k]));
+#pragma unroll
+    for (int u = 1; u < U; ++u) acc[0] = Op::apply(acc[0], acc[u]);
     T v = dc_block_reduce<T, Op>(acc[0], warp_part);
     if (threadIdx.x == 0) {
         partials[blockIdx.x] = v;
@@ -65,8 +75,8 @@ distconv_reduce_all(const Tin *__restrict__ in, i64 n, T *partials, T *out, unsi
     if (!last) return;
     __threadfence();
     T w = ident;
-    for (int i = threadIdx.x; i < gridDim.x; i += blockDim.x)
-        w = Op::apply(w, reinterpret_cast<volatile T *>(partials)[i]);
+    for (int k = threadIdx.x; k < gridDim.x; k += blockDim.x)
+        w = Op::apply(w, reinterpret_cast<volatile T *>(partials)[k]);
     w = dc_block_reduce<T, Op>(w, warp_part);
     if (threadIdx.x == 0) { out[0] = w; *ticket = 0u; }
 }

@@ -16,6 +16,7 @@ from ..core.arrays import is_cupy
 # family (a module in each backend) -> the per-block functions it provides
 FAMILIES = {
     "convolve": ("correlate", "correlate_passes", "correlate_pair"),
+    "terms": ("correlate_terms",),
     "rank": ("rank", "extremum_passes", "rank_omit"),
     "scan": ("scan",),
     "reduce": ("reduce",),
@@ -61,6 +62,7 @@ class Dispatch:
 correlate = Dispatch("convolve", "correlate")
 correlate_passes = Dispatch("convolve", "correlate_passes")
 correlate_pair = Dispatch("convolve", "correlate_pair")
+correlate_terms = Dispatch("terms", "correlate_terms")
 rank = Dispatch("rank", "rank")
 extremum_passes = Dispatch("rank", "extremum_passes")
 rank_omit = Dispatch("rank", "rank_omit")

@@ -46,3 +46,19 @@ def rank_omit(block, footprint: np.ndarray, pick, mode: str, cval: float, origin
         got = xp.take_along_axis(vals, xp.clip(idx, 0, vals.shape[-1] - 1)[..., None], axis=-1)[..., 0]
         out[r:r + step] = xp.where(ok, got, xp.nan)
     return out
+
+
+def combine_terms(block, terms, cval: float, combine: str, dtype, passes_fn):
+    """``combine`` of separable terms = [(passes, mode), ...], each run by ``passes_fn`` (a
+    backend's correlate_passes) in ``dtype``: "sum" adds them (scipy's generic_laplace),
+    "magnitude" is the square root of the sum of their squares (generic_gradient_magnitude),
+    every step in ``dtype`` as scipy's in-place steps (the square root cast back unsafely)."""
+    out = None
+    for passes, mode in terms:
+        t = passes_fn(block, passes, mode, cval, dtype)
+        if combine == "magnitude":
+            t *= t
+        out = t if out is None else out.__iadd__(t)
+    if combine == "magnitude":
+        out = array_module(out).sqrt(out).astype(out.dtype)
+    return out

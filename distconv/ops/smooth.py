@@ -45,11 +45,20 @@ def gaussian(x, sigma, order, mode, cval, truncate, radius, axes, allow_rechunk,
     """gaussian_filter on real data; per-axis arguments follow ``axes`` (scipy's order)."""
     x = checks.nonzero_ndim(checks.as_array(x))
     ax = checks.axes_in_order(axes, x.ndim)
+    modes = canonical_modes(mode, len(ax))
+    cval = checks.real(cval, "cval")
+    passes = gaussian_passes(x.ndim, sigma, order, truncate, radius, axes)
+    full = checks.spread(modes, ax, x.ndim, modes[0] if modes else "reflect")
+    return passes_filter(x, passes, full, cval, name, allow_rechunk, dtype)
+
+
+def gaussian_passes(ndim: int, sigma, order, truncate, radius, axes) -> list:
+    """The 1-D passes [(axis, weights, 0), ...] of a Gaussian (derivative) filter over ``axes``
+    of an ``ndim`` array (an axis with sigma 0 has none), every argument checked."""
+    ax = checks.axes_in_order(axes, ndim)
     n = len(ax)
     sigmas = checks.per_axis(sigma, n, "sigma")
     orders = checks.per_axis(order, n, "order", cast=operator.index)
-    modes = canonical_modes(mode, n)
-    cval = checks.real(cval, "cval")
     truncate = checks.real(truncate, "truncate")
     radii = checks.per_axis(radius, n, "radius", cast=lambda r: r) if radius is not None else (None,) * n
     if not all(s >= 0 for s in sigmas):
@@ -61,8 +70,7 @@ def gaussian(x, sigma, order, mode, cval, truncate, radius, axes, allow_rechunk,
         if s > 1e-15:
             r = int(truncate * s + 0.5) if r is None else _radius(r, radius)
             passes.append((a, gaussian_kernel1d(s, o, r), 0))
-    full = checks.spread(modes, ax, x.ndim, modes[0] if modes else "reflect")
-    return passes_filter(x, passes, full, cval, name, allow_rechunk, dtype)
+    return passes
 
 
 def gaussian_filter(x, sigma, order=0, mode="reflect", cval=0.0, truncate=4.0, *, radius=None,

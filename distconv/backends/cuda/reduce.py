@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import functools
+import threading
+
 import numpy as np
 
 from ...core.ops import FUNCTORS, identity, kernel_dtype
-from . import guard_memory, loader, sm_count
+from . import guard_memory, loader, resident_blocks, sm_count
 from .types import ctype
 
-MAX_BLOCKS = 2048
 BLOCK = loader.define("DC_BLOCK")  # threads per block, from kernels/common.cuh
+UNROLL = loader.define("DC_REDUCE_UNROLL")  # packs in flight per thread of the whole-array kernel
 
 
 @guard_memory
@@ -42,13 +45,26 @@ def _reduce_all(a, op, T):
     import cupy
 
     vec = 16 // a.itemsize if a.data.ptr % 16 == 0 else 1
-    blocks = int(min(MAX_BLOCKS, max(1, -(-a.size // (BLOCK * 4 * vec)))))
-    partials = cupy.empty(blocks, dtype=T)
+    fn, grid, partials, ticket = _launch_state(cupy.cuda.runtime.getDevice(), cupy.cuda.get_current_stream().ptr,
+                                               threading.get_ident(), a.dtype.str, np.dtype(T).str, op, vec)
+    blocks = min(grid, -(-a.size // (BLOCK * UNROLL * vec)))
     out = cupy.empty(1, dtype=T)
-    ticket = cupy.zeros(1, dtype=np.uint32)
-    name = loader.template("distconv_reduce_all", ctype(a.dtype), ctype(T), FUNCTORS[op], vec)
-    loader.function("reduce", name)((blocks,), (BLOCK,), (a, np.int64(a.size), partials, out, ticket))
+    fn((blocks,), (BLOCK,), (a, np.int64(a.size), partials, out, ticket))
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _launch_state(device: int, stream: int, thread: int, tin: str, t: str, op: str, vec: int):
+    """The whole-array kernel, its one-wave grid, and the partials and zeroed ticket of the
+    launches on one stream of one thread (they run one after another there, per-thread
+    default streams included; the kernel leaves the ticket at zero). One cached lookup: a
+    launch over 1 GiB takes ~0.25 ms, so Python's per-call work shows in its time."""
+    import cupy
+
+    name = loader.template("distconv_reduce_all", ctype(np.dtype(tin)), ctype(np.dtype(t)), FUNCTORS[op], vec)
+    kernel = loader.function("reduce", name)
+    grid = resident_blocks(kernel, BLOCK)
+    return kernel, grid, cupy.empty(grid, dtype=t), cupy.zeros(1, dtype=np.uint32)
 
 
 def _reduce_axis(a, op, axis, T):
