@@ -344,3 +344,46 @@ template <class Op, typename T> __device__ __forceinline__ T dc_warp_reduce(T v)
     for (int d = 16; d > 0; d >>= 1) v = Op::apply(v, __shfl_xor_sync(0xffffffffu, v, d));
     return v;
 }
+
+// ---- shared-memory windows: 16-byte vectors where the type has them --------------------------
+// dc_vec16<T>::n: elements per 16-byte vector (1: the type's windows go element by element)
+template <typename T> struct dc_vec16 { static const int n = 1; };
+template <> struct dc_vec16<float> { static const int n = 4; };
+template <> struct dc_vec16<double> { static const int n = 2; };
+
+// Shared-memory reads into a register window of WN values (a multiple of dc_vec16<T>::n, s
+// 16-byte aligned): 16-byte vectors, each element then copied out (no address taken, so the
+// window stays in registers).
+template <int WN, typename T>
+__device__ __forceinline__ void dc_load_window(T (&w)[WN], const T *s) {
+#pragma unroll
+    for (int v = 0; v < WN; ++v) w[v] = s[v];
+}
+template <int WN>
+__device__ __forceinline__ void dc_load_window(float (&w)[WN], const float *s) {
+#pragma unroll
+    for (int v = 0; v < WN / 4; ++v) {
+        const float4 q = reinterpret_cast<const float4 *>(s)[v];
+        w[4 * v] = q.x; w[4 * v + 1] = q.y; w[4 * v + 2] = q.z; w[4 * v + 3] = q.w;
+    }
+}
+template <int WN>
+__device__ __forceinline__ void dc_load_window(double (&w)[WN], const double *s) {
+#pragma unroll
+    for (int v = 0; v < WN / 2; ++v) {
+        const double2 q = reinterpret_cast<const double2 *>(s)[v];
+        w[2 * v] = q.x; w[2 * v + 1] = q.y;
+    }
+}
+// Four consecutive outputs as 16-byte stores (element by element for other types).
+template <typename T> __device__ __forceinline__ void dc_store4(T *o, T a, T b, T c, T d) {
+    o[0] = a; o[1] = b; o[2] = c; o[3] = d;
+}
+__device__ __forceinline__ void dc_store4(float *o, float a, float b, float c, float d) {
+    *reinterpret_cast<float4 *>(o) = make_float4(a, b, c, d);
+}
+__device__ __forceinline__ void dc_store4(double *o, double a, double b, double c, double d) {
+    reinterpret_cast<double2 *>(o)[0] = make_double2(a, b);
+    reinterpret_cast<double2 *>(o)[1] = make_double2(c, d);
+}
+

@@ -29,28 +29,6 @@ __device__ __forceinline__ T dc_weight(int slot, const T *__restrict__ wg, int i
 // time every tap was a load first (NOTES.md, "Gaussian -> laplace -> histogram").
 template <typename T, int N> struct DcTaps { T w[N]; };
 
-template <typename T> struct dc_vec16;
-template <> struct dc_vec16<float> { typedef float4 type; static const int n = 4; };
-template <> struct dc_vec16<double> { typedef double2 type; static const int n = 2; };
-
-// 16-byte shared-memory reads into a register window, element by element (no address taken,
-// so the window stays in registers).
-template <int WN>
-__device__ __forceinline__ void dc_load_window(float (&w)[WN], const float *s) {
-#pragma unroll
-    for (int v = 0; v < WN / 4; ++v) {
-        const float4 q = reinterpret_cast<const float4 *>(s)[v];
-        w[4 * v] = q.x; w[4 * v + 1] = q.y; w[4 * v + 2] = q.z; w[4 * v + 3] = q.w;
-    }
-}
-template <int WN>
-__device__ __forceinline__ void dc_load_window(double (&w)[WN], const double *s) {
-#pragma unroll
-    for (int v = 0; v < WN / 2; ++v) {
-        const double2 q = reinterpret_cast<const double2 *>(s)[v];
-        w[2 * v] = q.x; w[2 * v + 1] = q.y;
-    }
-}
 // acc[py][px] += the taps of mask row r - py over win, the register window of staged row r
 // (r known at compile time once unrolled): taps in column order from weight(kh * KW + kw).
 template <int PY, int PX, int KH, int KW, int WN, typename T, typename Weight>
@@ -83,15 +61,6 @@ __device__ __forceinline__ void dc_correlate_rows(T (&acc)[PY][PX], const T *s, 
         dc_load_window<WN>(win, s + r * pitch);
         dc_row_taps<PY, PX, KH, KW, WN>(acc, win, r, weight);
     }
-}
-
-// Four consecutive outputs as 16-byte stores.
-__device__ __forceinline__ void dc_store4(float *o, float a, float b, float c, float d) {
-    *reinterpret_cast<float4 *>(o) = make_float4(a, b, c, d);
-}
-__device__ __forceinline__ void dc_store4(double *o, double a, double b, double c, double d) {
-    reinterpret_cast<double2 *>(o)[0] = make_double2(a, b);
-    reinterpret_cast<double2 *>(o)[1] = make_double2(c, d);
 }
 
 // A thread's run of four outputs at column x of an output row o (row length oW): as vectors

@@ -24,6 +24,10 @@ struct DcFootprint {
 // compare-exchange per slot, all in registers (the loop is unrolled, indices are constants).
 template <typename T, int R, bool TOP>
 __device__ __forceinline__ void dc_rank_insert(T (&buf)[R], T v) {
+    if constexpr (R == 1) {  // the minimum (maximum): NaN propagates, as numpy's
+        buf[0] = TOP ? DcMax::apply(buf[0], v) : DcMin::apply(buf[0], v);
+        return;
+    }
 #pragma unroll
     for (int j = 0; j < R; ++j) {
         const T b = buf[j];
@@ -151,6 +155,111 @@ distconv_rank(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD, i
                                 dc_rank_insert<T, R, TOP>(buf, base[(kz * SH + kh) * SW + kw]);
                         }
                 out[(z * oH + y) * oW + x] = buf[R - 1];
+            }
+            __syncthreads();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// distconv_extremum2d: the minimum (MAX: maximum) over a K0 x K1 box of a plane, as the two
+//   separable passes (y then x) fused in shared memory: the input read once, the result
+//   written once (the passes through distconv_rank read and wrote it twice). Exact in any T,
+//   so the order of the passes does not matter (constant mode included: cval enters the box's
+//   minimum either way). NaN propagates (a box holding one gives NaN, as numpy's min), so
+//   nan_policy propagate needs no pass of its own (ops/rank.py NanRule).
+// Threads -> data: 256 threads own a TH x TW output tile of one plane z (blockIdx.x: column
+//   tiles, blockIdx.y: row tiles, grid-stride; blockIdx.z: planes). Horizontal pass: a thread
+//   takes DC_EXT_PX consecutive columns of one staged row: the window's common core, then
+//   suffix and prefix minima (K1 + 2 PX - 4 comparisons for PX outputs instead of PX (K1-1)).
+//   Vertical pass: a thread takes one column and DC_EXT_PY consecutive rows the same way; a
+//   warp covers 32 adjacent columns (coalesced stores).
+// Shared memory (dynamic): the input tile with its halo, SH = TH+K0-1 rows x SW columns (TW
+//   plus the horizontal window's reach, rounded so rows stay 16-byte aligned), then the
+//   horizontal results, SH x TW; T each (the launcher's formula, rank.py _extremum_smem, is
+//   this one). Windows are read as 16-byte vectors (float, double).
+// Limits: K0, K1 <= DC_EXT_MAX_TAPS (registers of the sliding windows); sizes 64-bit.
+#define DC_EXT_TH 64
+#define DC_EXT_TW 64
+#define DC_EXT_PX 4
+#define DC_EXT_PY 8
+#define DC_EXT_MAX_TAPS 33
+
+// out[q] = extreme of w[q .. q+K-1], q < P, for a window w of at least P+K-1 values (registers).
+template <typename T, int P, int K, bool MAX, int W>
+__device__ __forceinline__ void dc_sliding_extreme(T (&out)[P], const T (&w)[W]) {
+    static_assert(W >= P + K - 1, "a window of P + K - 1 values");
+    const auto pick = [](T a, T b) { return MAX ? DcMax::apply(a, b) : DcMin::apply(a, b); };  // NaN wins
+    if constexpr (K < P) {
+#pragma unroll
+        for (int q = 0; q < P; ++q) {
+            T m = w[q];
+#pragma unroll
+            for (int k = 1; k < K; ++k) m = pick(m, w[q + k]);
+            out[q] = m;
+        }
+    } else {
+        T suf[P];  // suf[q] = extreme of w[q .. K-1]: the core w[P-1 .. K-1] shared by every window
+        suf[P - 1] = w[P - 1];
+#pragma unroll
+        for (int k = P; k < K; ++k) suf[P - 1] = pick(suf[P - 1], w[k]);
+#pragma unroll
+        for (int q = P - 2; q >= 0; --q) suf[q] = pick(w[q], suf[q + 1]);
+        out[0] = suf[0];
+        T pre = w[K];  // extreme of w[K .. K+q-1]
+#pragma unroll
+        for (int q = 1; q < P; ++q) {
+            if (q > 1) pre = pick(pre, w[K + q - 1]);
+            out[q] = pick(suf[q], pre);
+        }
+    }
+}
+
+// Built for 4 blocks per SM (2 for 8-byte types): left at 1, ptxas spilled around the staging
+// call on sm_80.
+template <typename T, int K0, int K1, bool MAX>
+__global__ void __launch_bounds__(256, sizeof(T) <= 4 ? 4 : 2)
+distconv_extremum2d(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW, i64 offH,
+                    i64 offW, int mode, T cval) {
+    constexpr int NT = 256, TH = DC_EXT_TH, TW = DC_EXT_TW, PX = DC_EXT_PX, PY = DC_EXT_PY;
+    constexpr int VN = dc_vec16<T>::n, WN = (PX + K1 - 1 + VN - 1) / VN * VN;  // window, whole vectors
+    constexpr int SH = TH + K0 - 1, SW = TW - PX + WN;
+    static_assert(PX == 4 && TW % PX == 0 && TH % PY == 0, "tile shape");
+    static_assert(K0 <= DC_EXT_MAX_TAPS && K1 <= DC_EXT_MAX_TAPS, "boxes within DC_EXT_MAX_TAPS");
+    extern __shared__ __align__(16) unsigned char dc_smem_raw[];
+    T *s_in = reinterpret_cast<T *>(dc_smem_raw);
+    T *s_h = s_in + SH * SW;
+    const int tid = threadIdx.x;
+    const i64 nty = (oH + TH - 1) / TH;
+    const i64 x0 = (i64)blockIdx.x * TW;
+
+    for (i64 z = blockIdx.z; z < oD; z += gridDim.z) {
+        for (i64 tyb = blockIdx.y; tyb < nty; tyb += gridDim.y) {
+            const i64 y0 = tyb * TH;
+            dc_stage<T, SH, SW, NT>(s_in, src, z, y0 + offH, x0 + offW, mode, cval, tid);
+            __syncthreads();
+            for (int e = tid; e < SH * (TW / PX); e += NT) {
+                const int r = e / (TW / PX), c = (e - r * (TW / PX)) * PX;
+                T w[WN], m[PX];
+                dc_load_window<WN>(w, s_in + r * SW + c);
+                dc_sliding_extreme<T, PX, K1, MAX>(m, w);
+                dc_store4(s_h + r * TW + c, m[0], m[1], m[2], m[3]);
+            }
+            __syncthreads();
+            for (int e = tid; e < (TH / PY) * TW; e += NT) {
+                const int seg = e / TW, c = e - seg * TW;
+                T w[PY + K0 - 1], m[PY];
+#pragma unroll
+                for (int k = 0; k < PY + K0 - 1; ++k) w[k] = s_h[(seg * PY + k) * TW + c];
+                dc_sliding_extreme<T, PY, K0, MAX>(m, w);
+                const i64 y = y0 + seg * PY;
+                if (x0 + c >= oW) continue;
+                T *o = out + (z * oH + y) * oW + x0 + c;
+#pragma unroll
+                for (int q = 0; q < PY; ++q, o += oW) {
+                    if (y + q >= oH) break;
+                    *o = m[q];
+                }
             }
             __syncthreads();
         }

@@ -17,6 +17,21 @@ PAD_MODES = {"reflect": "symmetric", "mirror": "reflect", "nearest": "edge", "wr
 OMIT_SLAB_VALUES = 2**25  # window values sorted at once (memory: 8 bytes each, twice)
 
 
+def padded(tile: Tile, need: tuple, mode: str, cval: float):
+    """The tile's extended array with exactly ``need`` ((lo, hi) per axis) around its centre:
+    halo beyond it cut off, the missing part at global edges filled by ``mode`` (numpy.pad or
+    cupy.pad; a copy only where something is filled)."""
+    xp = array_module(tile.centre)
+    ext = tile.assemble()
+    cut = tuple(slice(max(0, h - n), ext.shape[a] - max(0, g - m))
+                for a, ((n, m), (h, g)) in enumerate(zip(need, tile.halo)))
+    pads = [(max(0, n - h), max(0, m - g)) for (n, m), (h, g) in zip(need, tile.halo)]
+    if not any(lo or hi for lo, hi in pads):
+        return ext[cut]
+    extra = {"constant_values": cval} if mode == "constant" else {}
+    return xp.pad(ext[cut], pads, mode=PAD_MODES[mode], **extra)
+
+
 def rank_omit(block, footprint: np.ndarray, pick, mode: str, cval: float, origin: tuple):
     """A rank filter ignoring NaN (nan_policy='omit'): at each output the ``pick.index(m)``-th
     smallest of the m non-NaN values under ``footprint`` (NaN where there is none such), as
@@ -24,13 +39,7 @@ def rank_omit(block, footprint: np.ndarray, pick, mode: str, cval: float, origin
     windows of a slab of rows are sorted (NaN last) and indexed."""
     tile = Tile.of(block)
     xp = array_module(tile.centre)
-    ext = tile.assemble()
-    need = mask_depth(footprint.shape, origin)
-    cut = tuple(slice(max(0, h - n), ext.shape[a] - max(0, g - m))
-                for a, ((n, m), (h, g)) in enumerate(zip(need, tile.halo)))
-    pads = [(max(0, n - h), max(0, m - g)) for (n, m), (h, g) in zip(need, tile.halo)]
-    extra = {"constant_values": cval} if mode == "constant" else {}
-    ext = xp.pad(ext[cut], pads, mode=PAD_MODES[mode], **extra)
+    ext = padded(tile, mask_depth(footprint.shape, origin), mode, cval)
     windows = xp.lib.stride_tricks.sliding_window_view(ext, footprint.shape)
     taps = xp.asarray(np.flatnonzero(footprint))  # the footprint's places in a flat window
     out = xp.empty(tile.centre.shape, dtype=tile.centre.dtype)

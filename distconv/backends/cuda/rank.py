@@ -122,18 +122,39 @@ def _cupyx_rank(tile: Tile, footprint, rank: int, mode: str, cval: float, origin
 
 
 @guard_memory
-def extremum_passes(block, passes: list, minimum: bool, mode, cval: float):
-    """Separable minimum/maximum over ``block``: each pass (axis, size, origin) reads the
-    previous result, still extended along the axes to come, and keeps one value per thread."""
+def extremum_passes(block, passes: list, minimum: bool, mode, cval: float, nan_propagate: bool = False):
+    """Separable minimum/maximum over ``block``: two boxes over the two innermost axis groups
+    as one kernel, else each pass (axis, size, origin) reads the previous result, still
+    extended along the axes to come, and keeps one value per thread. The kernels propagate NaN
+    (a window holding one gives NaN); ``nan_propagate``: so does the result where a pass beyond
+    their limits took cupyx's filter."""
     import cupy
 
     tile = Tile.of(block)
+    out, propagated = _extremes(tile, passes, minimum, mode, cval)
+    if nan_propagate and not propagated and tile.centre.dtype.kind == "f":
+        flags = tile.map(lambda a: cupy.isnan(a).astype(cupy.float32))
+        held, _ = _extremes(flags, passes, False, mode, float(np.isnan(cval)))
+        out = cupy.where(held > 0, cupy.nan, out).astype(out.dtype, copy=False)
+    return out
+
+
+def _extremes(tile: Tile, passes: list, minimum: bool, mode, cval: float):
+    """(the separable minimum/maximum of ``tile``, did NaN propagate: only our kernels ran)."""
+    import cupy
+
     dtype = tile.centre.dtype
     if not passes:
-        return tile.centre.copy()
+        return tile.centre.copy(), True
     T = select_dtype(dtype)
     cur = as_dtype(tile, T)
-    lo_ext = [lo for lo, _ in tile.halo]
+    fused = _extremum_plan(cur, passes, mode)
+    if fused is not None:
+        out = cupy.empty(tile.centre.shape, dtype=T)
+        if out.size:
+            _launch_extremum(cur, fused, not minimum, _cval(cval, T), out)
+        return out.astype(dtype, copy=False), True
+    lo_ext, propagated = [lo for lo, _ in tile.halo], True
     for axis, size, origin in passes:
         shape = list(cur.extended_shape)
         shape[axis] = tile.centre.shape[axis]
@@ -149,9 +170,52 @@ def extremum_passes(block, passes: list, minimum: bool, mode, cval: float):
                     not minimum, MODES[mode_of(mode, axis)], _cval(cval, T), full=True)
         else:
             out = _cupyx_pass(cur, axis, size, origin, minimum, mode_of(mode, axis), cval)
+            propagated = False
         lo_ext[axis] = 0
         cur = Tile.of(out)
-    return cur.centre.astype(dtype, copy=False)
+    return cur.centre.astype(dtype, copy=False), propagated
+
+
+EXT_MAX_TAPS = loader.define("DC_EXT_MAX_TAPS")
+
+
+def _extremum_plan(tile: Tile, passes: list, mode):
+    """(axis groups, (a0, k0, o0), (a1, k1, o1), mode) of two boxes over the two innermost
+    axis groups with one mode, which distconv_extremum2d runs as one pass; else None."""
+    if len(passes) != 2:
+        return None
+    (a0, k0, o0), (a1, k1, o1) = sorted(passes, key=lambda p: p[0])
+    if a0 == a1 or mode_of(mode, a0) != mode_of(mode, a1) or max(k0, k1) > EXT_MAX_TAPS:
+        return None
+    try:
+        gs = axis_groups(tile, {a0, a1})
+    except ValueError:  # more than three axis groups: the passes handle it
+        return None
+    if gs[1] != [a0] or gs[2] != [a1]:
+        return None
+    return gs, (a0, k0, o0), (a1, k1, o1), mode_of(mode, a0)
+
+
+def _extremum_smem(T, k0: int, k1: int) -> int:
+    """distconv_extremum2d's shared memory (the kernel header's formula)."""
+    th, tw, px = loader.define("DC_EXT_TH"), loader.define("DC_EXT_TW"), loader.define("DC_EXT_PX")
+    vn = 16 // T.itemsize if T.kind == "f" else 1
+    sw = tw - px + -(-(px + k1 - 1) // vn) * vn
+    return (th + k0 - 1) * (sw + tw) * T.itemsize
+
+
+def _launch_extremum(tile: Tile, plan, top: bool, cval, out):
+    gs, (a0, k0, o0), (a1, k1, o1), mode = plan
+    T = out.dtype
+    oD, oH, oW = group_sizes(out.shape, gs)
+    smem = _extremum_smem(T, k0, k1)
+    fn = loader.function("rank", loader.template("distconv_extremum2d", ctype(T), k0, k1, top), smem)
+    src, _keep_alive = dc_tile(tile, gs)
+    th, tw = loader.define("DC_EXT_TH"), loader.define("DC_EXT_TW")
+    grid = (-(-oW // tw), min(-(-oH // th), 65535), min(oD, 65535))
+    offH, offW = tile.halo[a0][0] - (k0 // 2 + o0), tile.halo[a1][0] - (k1 // 2 + o1)
+    fn(grid, (256,), (src, out, np.int64(oD), np.int64(oH), np.int64(oW), np.int64(offH), np.int64(offW),
+                      np.int32(MODES[mode]), cval), shared_mem=smem)
 
 
 def _cupyx_pass(cur: Tile, axis, size, origin, minimum, mode, cval):
@@ -179,4 +243,9 @@ INSTANTIATIONS = [
     loader.template("distconv_rank", "unsigned long long", 1, 3, 3, 5, False, 32, 8, 4, True),
     loader.template("distconv_rank", "double", 1, 9, 11, 48, True, 32, 8, 4, False),
     loader.template("distconv_rank", "float", 1, 11, 11, 61, True, 32, 8, 4, False),
+] + [
+    loader.template("distconv_extremum2d", t, k0, k1, top)
+    for t in ("float", "double", "int", "long long", "unsigned long long")
+    for k0, k1 in ((3, 3), (5, 5), (9, 9), (2, 7), (33, 33))
+    for top in (False, True)
 ]
