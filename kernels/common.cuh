@@ -387,3 +387,13 @@ __device__ __forceinline__ void dc_store4(double *o, double a, double b, double 
     reinterpret_cast<double2 *>(o)[1] = make_double2(c, d);
 }
 
+// A thread's PY outputs of column x, rows y.. of plane z (rows past oH and columns past oW
+// skipped): across a warp's 32 adjacent columns every store is coalesced.
+template <int PY, typename T>
+__device__ __forceinline__ void dc_store_column(T *out, const T (&v)[PY], i64 z, i64 y, i64 x, i64 oH, i64 oW) {
+    if (x >= oW) return;
+    T *o = out + (z * oH + y) * oW + x;
+#pragma unroll
+    for (int q = 0; q < PY; ++q, o += oW)
+        if (y + q < oH) *o = v[q];
+}

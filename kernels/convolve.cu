@@ -436,12 +436,8 @@ distconv_separable2d(const __grid_constant__ DcTile src, T *__restrict__ out, i6
 #pragma unroll
                     for (int q = 0; q < PY; ++q)
                         if (seg * PY + q < JH) s_j[(seg * PY + q) * JWP + c] = acc[q];
-                } else if (x0 + c < oW) {
-                    const i64 y = y0 + seg * PY;
-                    T *o = out + (z * oH + y) * oW + x0 + c;
-#pragma unroll
-                    for (int q = 0; q < PY; ++q, o += oW)
-                        if (y + q < oH) *o = acc[q];
+                } else {
+                    dc_store_column<PY>(out, acc, z, y0 + seg * PY, x0 + c, oH, oW);
                 }
             }
             __syncthreads();
@@ -580,18 +576,15 @@ distconv_terms2d(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD
                         }
                     }
                 }
-                if (x0 + c >= oW) continue;
-                const i64 y = y0 + seg * PY;
-                T *o = out + (z * oH + y) * oW + x0 + c;
 #pragma unroll
-                for (int q = 0; q < PY; ++q, o += oW) {
-                    if (y + q >= oH) break;
+                for (int q = 0; q < PY; ++q) {
                     if constexpr (COMBINE == DC_TERMS_SUM) {
-                        *o = a[q] + b[q];
+                        a[q] = a[q] + b[q];
                     } else {  // each square rounded to T before the sum, as scipy's in-place steps
-                        *o = sqrt(__fmul_rn(a[q], a[q]) + __fmul_rn(b[q], b[q]));
+                        a[q] = sqrt(__fmul_rn(a[q], a[q]) + __fmul_rn(b[q], b[q]));
                     }
                 }
+                dc_store_column<PY>(out, a, z, y0 + seg * PY, x0 + c, oH, oW);
             }
             __syncthreads();
         }

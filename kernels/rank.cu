@@ -252,14 +252,7 @@ distconv_extremum2d(const __grid_constant__ DcTile src, T *__restrict__ out, i64
 #pragma unroll
                 for (int k = 0; k < PY + K0 - 1; ++k) w[k] = s_h[(seg * PY + k) * TW + c];
                 dc_sliding_extreme<T, PY, K0, MAX>(m, w);
-                const i64 y = y0 + seg * PY;
-                if (x0 + c >= oW) continue;
-                T *o = out + (z * oH + y) * oW + x0 + c;
-#pragma unroll
-                for (int q = 0; q < PY; ++q, o += oW) {
-                    if (y + q >= oH) break;
-                    *o = m[q];
-                }
+                dc_store_column<PY>(out, m, z, y0 + seg * PY, x0 + c, oH, oW);
             }
             __syncthreads();
         }

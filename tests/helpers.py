@@ -41,6 +41,21 @@ def poison_gpu_pool(nbytes: int, value=np.nan):
     del blk
 
 
+def count_calls(monkeypatch, module, name: str) -> list:
+    """A list that grows by one at every call of ``module.name`` (still called) in a test."""
+    seen, real = [], getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *a, **k: (seen.append(1), real(*a, **k))[1])
+    return seen
+
+
+def on_gpu(fn, a, *args, **kw):
+    """fn of ``a`` moved to the GPU (its memory pool poisoned first), as a host array."""
+    import cupy
+
+    poison_gpu_pool(a.nbytes * 8)
+    return cupy.asnumpy(fn(cupy.asarray(a), *args, **kw))
+
+
 def to_gpu(a):
     import cupy
 

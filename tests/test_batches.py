@@ -10,7 +10,6 @@ import pytest
 import zarr
 
 from distconv.backends.numpy import zstd as cpu_zstd
-from distconv import engine
 from distconv.engine import batches, plain_chunks, shards, slots
 
 

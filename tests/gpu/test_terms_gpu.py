@@ -11,7 +11,7 @@ import scipy.ndimage as ndi
 
 import distconv as dc
 
-from ..helpers import assert_matches, poison_gpu_pool
+from ..helpers import assert_matches, count_calls, on_gpu, poison_gpu_pool
 
 pytestmark = pytest.mark.gpu
 MODES = ["reflect", "nearest", "mirror", "wrap", "constant"]
@@ -20,20 +20,10 @@ NAMES = ["gaussian_laplace", "gaussian_gradient_magnitude"]
 
 @pytest.fixture
 def launches(monkeypatch):
-    """The number of distconv_terms2d launches during a test."""
+    """The kernel's launches during a test."""
     from distconv.backends.cuda import terms
 
-    seen = []
-    real = terms._launch
-    monkeypatch.setattr(terms, "_launch", lambda *a: (seen.append(1), real(*a))[1])
-    return seen
-
-
-def gpu(fn, a, *args, **kw):
-    import cupy
-
-    poison_gpu_pool(a.nbytes * 8)
-    return cupy.asnumpy(fn(cupy.asarray(a), *args, **kw))
+    return count_calls(monkeypatch, terms, "_launch")
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -42,7 +32,7 @@ def test_fused_terms_match_scipy(rng, launches, name, mode):
     fn, ref_fn = getattr(dc, name), getattr(ndi, name)
     for shape, sigma in (((131, 203), 2.0), ((70, 9), (0.8, 2.0)), ((257, 64), 1.0), ((5, 400), 3.0)):
         a = rng.standard_normal(shape).astype(np.float32)
-        assert_matches(gpu(fn, a, sigma, mode=mode), ref_fn(a, sigma, mode=mode))
+        assert_matches(on_gpu(fn, a, sigma, mode=mode), ref_fn(a, sigma, mode=mode))
     assert len(launches) == 4
 
 
@@ -52,7 +42,7 @@ def test_fused_terms_of_3d_planes_and_of_chunks(rng, launches, name):
 
     fn, ref_fn = getattr(dc, name), getattr(ndi, name)
     a = rng.standard_normal((6, 90, 77)).astype(np.float32)
-    assert_matches(gpu(fn, a, 1.5, axes=(1, 2)), ref_fn(a, 1.5, axes=(1, 2)))
+    assert_matches(on_gpu(fn, a, 1.5, axes=(1, 2)), ref_fn(a, 1.5, axes=(1, 2)))
     # scipy's gradient magnitude smooths axis 0 too: three passes per term, not the kernel's two
     assert len(launches) == (name == "gaussian_laplace")
     poison_gpu_pool(a.nbytes * 8)
@@ -66,10 +56,10 @@ def test_fused_terms_of_3d_planes_and_of_chunks(rng, launches, name):
 def test_what_the_kernel_cannot_take_runs_the_passes(rng, launches, name):
     fn, ref_fn = getattr(dc, name), getattr(ndi, name)
     a = rng.standard_normal((40, 33)).astype(np.float32)
-    assert_matches(gpu(fn, a, 1.0, mode="constant", cval=0.5), ref_fn(a, 1.0, mode="constant", cval=0.5))
-    assert_matches(gpu(fn, a, 1.0, mode=["reflect", "nearest"]), ref_fn(a, 1.0, mode=["reflect", "nearest"]))
+    assert_matches(on_gpu(fn, a, 1.0, mode="constant", cval=0.5), ref_fn(a, 1.0, mode="constant", cval=0.5))
+    assert_matches(on_gpu(fn, a, 1.0, mode=["reflect", "nearest"]), ref_fn(a, 1.0, mode=["reflect", "nearest"]))
     b = rng.standard_normal((12, 13, 14)).astype(np.float32)
-    assert_matches(gpu(fn, b, 1.0), ref_fn(b, 1.0))
+    assert_matches(on_gpu(fn, b, 1.0), ref_fn(b, 1.0))
     c = a.astype(np.float64)
-    assert_matches(gpu(fn, c, 1.0), ref_fn(c, 1.0))
+    assert_matches(on_gpu(fn, c, 1.0), ref_fn(c, 1.0))
     assert not launches

@@ -12,7 +12,7 @@ from . import device_constant, guard_memory, loader, target
 from . import histogram as counting
 from .masks import capacity as mask_capacity
 from .masks import slots_for
-from .tile import as_dtype, axis_groups, dc_tile, group_sizes
+from .tile import as_dtype, axis_groups, dc_tile, group_sizes, plane_groups
 from .types import ctype, scalar
 
 MAX_TILED = loader.define("DC_TILED_MAX")  # the register-tiled kernel unrolls mask rows/columns up to this
@@ -149,10 +149,7 @@ def _short_pair(tile: Tile, passes: list, mode):
         return None
     if max(len(w0), len(w1)) > SHORT_PAIR:
         return None
-    try:
-        if axis_groups(tile, {a0, a1})[1:] != [[a0], [a1]]:
-            return None
-    except ValueError:  # more than three axis groups: the passes handle it
+    if plane_groups(tile, a0, a1) is None:
         return None
     shape, origin = [1] * tile.ndim, [0] * tile.ndim
     shape[a0], shape[a1], origin[a0], origin[a1] = len(w0), len(w1), o0, o1
@@ -169,11 +166,8 @@ def _separable_pair(tile: Tile, passes: list, mode):
     if a0 == a1 or mode_of(mode, a0) != mode_of(mode, a1):
         return None
     mode = mode_of(mode, a0)
-    try:
-        gs = axis_groups(tile, {a0, a1})
-    except ValueError:  # more than three axis groups: the passes handle it
-        return None
-    if gs[1] != [a0] or gs[2] != [a1] or max(len(w0), len(w1)) > MAX_SEPARABLE:
+    gs = plane_groups(tile, a0, a1)
+    if gs is None or max(len(w0), len(w1)) > MAX_SEPARABLE:
         return None
     if mode == "constant" and not (np.isclose(np.sum(w0), 1, atol=1e-12) and np.isclose(np.sum(w1), 1, atol=1e-12)):
         return None  # with cval the edges depend on the order of the passes

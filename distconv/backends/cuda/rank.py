@@ -11,7 +11,7 @@ from ...core.tile import Tile
 from ..windows import rank_omit  # noqa: F401 - nan_policy='omit' of median/rank/percentile:
 #   a sort of each window's values on the device (no kernel of ours yet)
 from . import guard_memory, loader
-from .tile import as_dtype, axis_groups, dc_tile, group_sizes
+from .tile import as_dtype, axis_groups, dc_tile, group_sizes, plane_groups
 from .types import ctype, scalar
 
 DC_FOOTPRINT = np.dtype([("bits", "<u8", (loader.define("DC_RANK_WORDS"),))])
@@ -187,11 +187,8 @@ def _extremum_plan(tile: Tile, passes: list, mode):
     (a0, k0, o0), (a1, k1, o1) = sorted(passes, key=lambda p: p[0])
     if a0 == a1 or mode_of(mode, a0) != mode_of(mode, a1) or max(k0, k1) > EXT_MAX_TAPS:
         return None
-    try:
-        gs = axis_groups(tile, {a0, a1})
-    except ValueError:  # more than three axis groups: the passes handle it
-        return None
-    if gs[1] != [a0] or gs[2] != [a1]:
+    gs = plane_groups(tile, a0, a1)
+    if gs is None:
         return None
     return gs, (a0, k0, o0), (a1, k1, o1), mode_of(mode, a0)
 

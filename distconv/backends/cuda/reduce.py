@@ -53,7 +53,7 @@ def _reduce_all(a, op, T):
     return out
 
 
-@functools.lru_cache(maxsize=256)
+@functools.cache  # never evicted: a buffer freed here while its launch runs could go to another stream
 def _launch_state(device: int, stream: int, thread: int, tin: str, t: str, op: str, vec: int):
     """The whole-array kernel, its one-wave grid, and the partials and zeroed ticket of the
     launches on one stream of one thread (they run one after another there, per-thread

@@ -12,7 +12,7 @@ from ...core.tile import Tile
 from ..windows import combine_terms
 from . import guard_memory, loader, target
 from .convolve import MAX_SEPARABLE, _taps, correlate_passes
-from .tile import axis_groups, dc_tile, group_sizes
+from .tile import dc_tile, group_sizes, plane_groups
 from .types import scalar
 
 COMBINE = {"sum": loader.define("DC_TERMS_SUM"), "magnitude": loader.define("DC_TERMS_MAGNITUDE")}
@@ -52,11 +52,8 @@ def _plan(tile: Tile, terms: list, cval: float, dtype):
     (_, w_b0, _), (_, w_b1, _) = pb
     if max(len(w_a0), len(w_a1)) > MAX_SEPARABLE:
         return None
-    try:
-        gs = axis_groups(tile, {a0, a1})
-    except ValueError:  # more than three axis groups: the passes handle it
-        return None
-    if gs[1] != [a0] or gs[2] != [a1]:
+    gs = plane_groups(tile, a0, a1)
+    if gs is None:
         return None
     taps = np.concatenate([w_a0, w_a1, w_b0, w_b1])
     return gs, (a0, a1), (len(w_a0), len(w_a1)), taps, mode

@@ -30,6 +30,17 @@ def axis_groups(tile: Tile, mask_axes: set) -> list[list[int]]:
     return [[]] * (3 - len(gs)) + gs
 
 
+def plane_groups(tile: Tile, a0: int, a1: int) -> list[list[int]] | None:
+    """The axis groups of a kernel over the plane (a0, a1): those two axes as the two innermost
+    groups, the rest merged before them; None where the tile cannot be viewed so (the kernel's
+    callers then run passes)."""
+    try:
+        gs = axis_groups(tile, {a0, a1})
+    except ValueError:  # more than three axis groups
+        return None
+    return gs if gs[1:] == [[a0], [a1]] else None
+
+
 def as_dtype(tile: Tile, dtype) -> Tile:
     """The tile with its centre and halo pieces in ``dtype`` (the same tile when they are)."""
     if tile.centre.dtype == dtype:
