@@ -13,7 +13,10 @@ import yaml
 import zarr
 
 from distconv import batch as workflow
+from distconv.batch import direct
 from distconv.engine.ownership import BLOCKS, COMPLETE, block_name
+
+from .helpers import small_engine_blocks
 
 pytest.importorskip("s3fs")
 moto_server = pytest.importorskip("moto.server")
@@ -123,23 +126,62 @@ def test_bad_object_paths_refused_at_load(tmp_path, s3, rng, outputs, match):
         workflow.load(_workflow(tmp_path, base, **outputs))
 
 
-def test_resume_on_s3_writes_the_missing_blocks(tmp_path, s3, rng, monkeypatch):
+@pytest.mark.parametrize("codec", ["zstd", "lz4"])
+def test_resume_on_s3_writes_the_missing_blocks(tmp_path, s3, rng, monkeypatch, codec):
+    """zstd: the engine's blocks (object storage reads and writes the same byte ranges as
+    files); lz4: the general path's dask chunks."""
     import dask
 
     monkeypatch.setitem(dask.config.config, "distconv", {**dask.config.get("distconv", {}), "block-bytes": 0})
+    small_engine_blocks(monkeypatch, block_bytes=16 * 45 * 4)
     base, fs, _ = s3
     bucket = base.removeprefix("s3://")
     a = _input(f"{base}/in.zarr", rng, shape=(64, 45))
-    wf = workflow.load(_workflow(tmp_path, base))
+    wf = workflow.load(_workflow(tmp_path, base, codec=codec))
     wf.chunks = [16, 45]
-    workflow.run(wf, progress=False)
+    first = workflow.run(wf, progress=False)
+    assert first["path"] == ("direct" if codec == "zstd" else "general")
+    if codec == "zstd":
+        job, _, _ = direct.plan(wf, False, 2, a.dtype, a.shape, (16, 45))
+        blocks = job.row_blocks
+        assert len(blocks) == 4 and zarr.open_array(f"{base}/out.zarr", mode="r").shards is not None
+    else:
+        blocks = [(16 * i, 16 * i + 16) for i in range(4)]
     # as an interrupted run leaves it: no completion mark, rows 16:32 never written
     fs.rm(f"{bucket}/out.zarr/{COMPLETE}")
-    for i in (0, 2, 3):
-        fs.pipe_file(f"{bucket}/out.zarr/{BLOCKS}/{block_name([(16 * i, 16 * i + 16), (0, 45)])}", b"")
+    for r0, r1 in blocks[:1] + blocks[2:]:
+        fs.pipe_file(f"{bucket}/out.zarr/{BLOCKS}/{block_name([(r0, r1), (0, 45)])}", b"")
     zarr.open_array(f"{base}/out.zarr", mode="r+")[16:32] = 0
     with pytest.raises(workflow.WorkflowError, match="incomplete"):
         workflow.run(wf, progress=False)
     s = workflow.run(wf, progress=False, resume=True)
     np.testing.assert_allclose(zarr.open_array(f"{base}/out.zarr", mode="r")[...], _expected(a), rtol=1e-5, atol=1e-5)
     assert s["bytes_out"] == 16 * 45 * 4 and s["resumed_bytes"] == 48 * 45 * 4
+
+
+def test_python_and_xarray_faces_run_on_the_engine_from_s3_to_s3(s3, rng):
+    """dc.to_zarr and .distconv.to_zarr over da.from_zarr / xr.open_zarr of URLs: the engine's
+    blocks, values equal scipy's, and the DataArray comes back with its dims."""
+    import dask.array as da
+    import xarray as xr
+
+    import distconv as dc
+
+    base, _, _ = s3
+    a = _input(f"{base}/in.zarr", rng, chunks=(35, 45))
+    w = [[0, 1, 0], [1, -4, 1], [0, 1, 0]]
+    y = dc.correlate(dc.gaussian_filter(da.from_zarr(f"{base}/in.zarr"), 1.5), w, mode="nearest")
+    report = dc.to_zarr(y, f"{base}/out.zarr")
+    assert report["path"] == "engine", report
+    got = zarr.open_array(f"{base}/out.zarr", mode="r")[...]
+    np.testing.assert_allclose(got, _expected(a), rtol=1e-5, atol=1e-5)
+
+    ds = xr.Dataset({"v": (("y", "x"), a)}, coords={"y": np.arange(a.shape[0]), "x": np.arange(a.shape[1]) * 0.5})
+    ds.chunk({"y": 35}).to_zarr(f"{base}/ds.zarr", zarr_format=3, consolidated=False)
+    v = xr.open_zarr(f"{base}/ds.zarr", consolidated=False).v
+    report = v.distconv.gaussian_filter({"y": 1.5, "x": 1.5}).distconv.to_zarr(f"{base}/smooth.zarr")
+    assert report["path"] == "engine", report
+    back = xr.open_zarr(f"{base}/smooth.zarr")
+    assert back.v.dims == ("y", "x")
+    np.testing.assert_array_equal(back.x.values, ds.x.values)
+    np.testing.assert_allclose(back.v.values, ndi.gaussian_filter(a, 1.5), rtol=1e-5, atol=1e-5)

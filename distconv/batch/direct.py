@@ -1,14 +1,15 @@
 """The direct path of a workflow: Zarr in -> the fused stencil chain, then a scan if the last
 step is one -> sharded Zarr out, one task per block (distconv.engine; a scan along the first
-axis two, its carries chained between them). Taken when the input is a local Zarr array or a
-dataset variable read as stored, every step is a stencil with a boundary mode other than wrap
-(the last may be a scan along an axis), and the output is zstd; with or without a region,
-whatever the ``chunks:`` (the engine makes its own blocks). Otherwise the general dask path
+axis two, its carries chained between them). Taken when the input is a Zarr array (a folder or
+object storage: engine/location.py) or a dataset variable read as stored, every step is a
+stencil with a boundary mode other than wrap (the last may be a scan along an axis), and the
+output is zstd; with or without a region, whatever the ``chunks:`` (the engine makes its own
+blocks). Otherwise the general dask path
 runs, and the summary says why."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from dataclasses import replace
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from ..ops.filters import chain_name, fused_chain, stencil_of
 from ..ops.histograms import planned_edges
 from ..ops.registry import OPS
 from ..ops.scans import scan_step
-from .inputs import region_box
+from .inputs import lazy_input, region_box
 from .workflow import Workflow
 
 
@@ -30,14 +31,10 @@ def why_not(wf: Workflow) -> str | None:
         return "not an array workflow"
     if wf.outputs.get("codec", "zstd") != "zstd":
         return f"outputs.codec is {wf.outputs.get('codec')!r}"
-    if "://" in inp["path"] or "://" in wf.outputs["path"]:
-        return "a store that is not a local folder"
     ops = [OPS[op] for op, _ in wf.steps]
     if not all(op.stencil for op in ops[:-1]) or not (ops[-1].stencil or ops[-1].scan):
         return "a step is neither a stencil nor a scan as the last step"
     scan = ops[-1].scan
-    if "variable" in inp and (inp.get("region") or scan):
-        return "a region or a scan of a dataset variable"
     if scan and inp.get("region") and inp.get("region_edges", "mode") == "data":
         return "a scan with input.region_edges: data (its carry starts before the region)"
     hist = wf.outputs.get("histogram")
@@ -52,20 +49,25 @@ def takes(wf: Workflow, arr) -> bool:
     if why_not(wf) is not None:
         return False
     if "variable" in wf.input:
-        return dataset_chain(wf, arr)[1] is not None
+        return dataset_chain(wf)[1] is not None
     return _steps(wf, arr.ndim, arr.dtype)[2] is None
 
 
-def dataset_chain(wf: Workflow, arr):
-    """The steps over a dataset variable ``arr`` (lazy, as xr.open_zarr gives it), as the engine
-    runs them: (why it cannot, None, result) or (None, (zarr.Array, its folder, the fused
-    Stencil), result), ``result`` the lazy DataArray the steps make."""
+def dataset_chain(wf: Workflow):
+    """The steps over the dataset variable of ``wf`` read whole (lazy, as xr.open_zarr gives
+    it; a region is the engine's window, not a cut), as the engine runs them: (why it cannot,
+    None, result) or (None, (zarr.Array, its folder or URL, the fused Stencil, the scan after
+    it or None), result), ``result`` the lazy DataArray the steps make over the region."""
     from ..ops import stores
 
-    result = arr
+    result = lazy_input(replace(wf, input={k: v for k, v in wf.input.items() if k != "region"}))
     for op, params in wf.steps:
         result = OPS[op].named(result, **params)
     reason, found = stores.engine_chain(result.data)
+    region = wf.input.get("region")
+    if region:
+        box = region_box(region, result.shape, result.dims)
+        result = result.isel({d: slice(a, b) for d, (a, b) in zip(result.dims, box)})
     return reason, found, result
 
 
@@ -104,10 +106,19 @@ def plan(wf: Workflow, gpu: bool, ndim: int, dtype, shape, storage_chunks, src_m
     st, scan, why = _steps(wf, ndim, dtype)
     if why is not None:
         return None, None, why
+    job, edges = job_of(wf, wf.input["path"], wf.outputs["path"], st, scan, gpu, shape, dtype, storage_chunks,
+                        src_meta)
+    return job, edges, None
+
+
+def job_of(wf: Workflow, src: str, dst: str, st, scan, gpu: bool, shape, dtype, storage_chunks, src_meta=None,
+           dims=None):
+    """(the engine's job of the fused chain ``st`` and ``scan`` from the Zarr array at ``src``
+    (``wf``'s input, or its variable's array) to ``dst``, numpy histogram edges or None):
+    ``wf``'s region (by axis, or by name with ``dims``) is its window."""
     edges, bins = bins_of(wf, scan.dtype if scan is not None else st.result_dtype(dtype))
     region = wf.input.get("region")
-    window = region_box(region, shape) if region else ()
-    job = engine.plan(str(Path(wf.input["path"])), wf.outputs["path"], st, shape, dtype, storage_chunks,
-                           gpu, src_meta, wf.outputs.get("chunks"), bins, window,
-                           wf.input.get("region_edges", "mode") == "data", scan)
-    return job, edges, None
+    window = region_box(region, shape, dims) if region else ()
+    job = engine.plan(src, dst, st, shape, dtype, storage_chunks, gpu, src_meta,
+                      wf.outputs.get("chunks"), bins, window, wf.input.get("region_edges", "mode") == "data", scan)
+    return job, edges

@@ -9,7 +9,7 @@ from .. import engine
 from ..engine import ownership, storage
 from ..engine.location import Location, join
 from . import direct, identity
-from .inputs import cut_result, dataset_attrs, ensure_input, lazy_input, open_input
+from .inputs import cut_result, dataset_attrs, ensure_input, open_input
 from .outputs import histogram_output, jsonable, write_histogram
 from .workflow import Workflow, WorkflowError
 from .steps import step_function
@@ -103,14 +103,13 @@ def _run_direct(wf, client, gpu, overwrite, resume, progress, t0, job_id):
 
     out_path = wf.outputs["path"]
     if "variable" in wf.input:
-        reason, found, result = direct.dataset_chain(wf, lazy_input(wf))
+        reason, found, result = direct.dataset_chain(wf)
         if found is None:
             return None, reason
-        src, src_path, st, _ = found  # why_not leaves scans of variables to the general path
-        edges, bins = direct.bins_of(wf, st.result_dtype(src.dtype))
+        src, src_path, st, scan = found
         array_path = join(str(out_path), storage.dataset_array_name(result))
-        job = engine.plan(src_path, array_path, st, src.shape, src.dtype, src.chunks, gpu,
-                               src.metadata.to_dict(), wf.outputs.get("chunks"), bins)
+        job, edges = direct.job_of(wf, src_path, array_path, st, scan, gpu, src.shape, src.dtype, src.chunks,
+                                   src.metadata.to_dict(), list(map(str, result.dims)))
         frame = result
     else:
         src = zarr.open_array(wf.input["path"], mode="r")

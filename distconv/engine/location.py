@@ -4,6 +4,10 @@ marks and the checks before a run read the same on object storage as on a disk.
 
 Object stores have no folders: a "folder" exists while a key lies under it, and is created by
 writing one. Listings are not cached (another process may have written since).
+
+The engine's byte-level reads and writes of chunk and shard files (size, read_into, read_tail,
+write_pieces) go through the same two branches: system calls on a disk, fsspec's ranged GETs
+and PUTs on object storage, so a block reads and writes the same byte ranges on both.
 """
 
 from __future__ import annotations
@@ -26,6 +30,79 @@ def basename(path) -> str:
     return posixpath.basename(str(path).rstrip("/")) if is_url(path) else Path(path).name
 
 
+def _fs(path: str):
+    """(fsspec file system, key) of a URL."""
+    import fsspec
+
+    return fsspec.core.url_to_fs(path, use_listings_cache=False)
+
+
+def size(path) -> int:
+    """Bytes in the file at ``path``; -1 when there is none."""
+    if is_url(path):
+        fs, key = _fs(str(path))
+        try:
+            return int(fs.size(key))
+        except FileNotFoundError:
+            return -1
+    import os
+
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return -1
+
+
+def read_into(path, start: int, dest) -> None:
+    """Bytes start.. of the file at ``path`` into ``dest`` (a numpy array, filled whole; on a
+    disk without an intermediate copy)."""
+    view = memoryview(dest).cast("B")
+    if is_url(path):
+        fs, key = _fs(str(path))
+        data = fs.cat_file(key, start=start, end=start + len(view))
+        if len(data) < len(view):
+            raise OSError(f"{path}: ends before byte {start + len(view)}")
+        view[:] = data
+        return
+    with open(path, "rb", buffering=0) as fh:
+        fh.seek(start)
+        got = 0
+        while got < len(view):
+            n = fh.readinto(view[got:])
+            if not n:
+                raise OSError(f"{path}: ends before byte {start + len(view)}")
+            got += n
+
+
+def read_tail(path, nbytes: int) -> bytes | None:
+    """The last ``nbytes`` bytes of the file at ``path``; None when there is no such file."""
+    if is_url(path):
+        n = size(path)
+        if n < 0:
+            return None
+        fs, key = _fs(str(path))
+        return fs.cat_file(key, start=max(0, n - nbytes), end=n)
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(-nbytes, 2)
+            return fh.read(nbytes)
+    except FileNotFoundError:
+        return None
+
+
+def write_pieces(path, pieces) -> int:
+    """A new file at ``path`` made of ``pieces`` (buffers, written in order: on a disk with one
+    call, on object storage as one PUT); its folder must exist on a disk. Returns its bytes."""
+    if is_url(path):
+        fs, key = _fs(str(path))
+        data = b"".join(memoryview(p).cast("B") for p in pieces)
+        fs.pipe_file(key, data)
+        return len(data)
+    with open(path, "wb") as f:
+        f.writelines(pieces)
+    return sum(len(memoryview(p).cast("B")) for p in pieces)
+
+
 class Location:
     """A path in a store, local or remote; ``child`` names an entry below it."""
 
@@ -33,9 +110,7 @@ class Location:
         self.path = str(path)
         self.url = is_url(path)
         if self.url:
-            import fsspec
-
-            self.fs, self._key = fsspec.core.url_to_fs(self.path, use_listings_cache=False)
+            self.fs, self._key = _fs(self.path)
         else:
             self.local = Path(path)
 

@@ -11,13 +11,12 @@ round 7"), so the direct path decodes many blocks' chunks in one batch (graph/ba
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from . import chunk_heads, shards
+from .location import join, read_into, size
 from .shards import aligned_up
 
 # bytes of chunk files read per piece on the way to the device (two pieces of pinned staging)
@@ -48,7 +47,7 @@ class Chunks:
 
         def one(i: int):
             a = int(self.starts[i]) - base
-            shards.read_range(self.files[i], 0, dest[a:a + int(self.sizes[i])])
+            read_into(self.files[i], 0, dest[a:a + int(self.sizes[i])])
 
         list(shards.file_pool("read").map(one, range(first, last)))
 
@@ -71,8 +70,8 @@ class Chunks:
 
 
 def locate(src, path: str, a: int, b: int) -> Chunks | None:
-    """The chunk files holding rows a..b of the plain zarr array ``src`` stored at the local
-    ``path`` (whole chunk rows: from the row of ``a``'s chunk); None when the array is not
+    """The chunk files holding rows a..b of the plain zarr array ``src`` stored at ``path`` (a
+    folder or a URL; whole chunk rows: from the row of ``a``'s chunk); None when the array is not
     plain, the rows are empty or out of range, or a chunk is absent (zarr leaves out chunks of
     fill values): read through zarr then."""
     chunks, shape = tuple(src.chunks), tuple(src.shape)
@@ -80,9 +79,9 @@ def locate(src, path: str, a: int, b: int) -> Chunks | None:
         return None
     k0, k1 = a // chunks[0], -(-b // chunks[0])
     grid = [math.ceil(n / c) for n, c in zip(shape[1:], chunks[1:])]
-    files = tuple(Path(path, src.metadata.encode_chunk_key((k,) + idx))
+    files = tuple(join(path, src.metadata.encode_chunk_key((k,) + idx))
                   for k in range(k0, k1) for idx in np.ndindex(*grid))
-    sizes = np.array(list(shards.file_pool("read").map(_size, files)), dtype=np.int64)
+    sizes = np.array(list(shards.file_pool("read").map(size, files)), dtype=np.int64)
     if (sizes < 0).any():
         return None
     starts = np.concatenate([[0], np.cumsum(aligned_up(sizes))[:-1]]).astype(np.int64)
@@ -120,11 +119,3 @@ def _copy_rows(flat, ch: Chunks, a: int, b: int, dest) -> None:
         r0, r1 = max(a, top), min(b, top + c0)
         rows = flat[k * elems:(k + 1) * elems].reshape(tuple(grid) + tuple(inner)).transpose(order)
         dest[r0 - a:r1 - a].reshape((r1 - r0,) + pairs)[...] = rows[r0 - top:r1 - top]
-
-
-def _size(f: Path) -> int:
-    """Bytes in file ``f``; -1 when it does not exist."""
-    try:
-        return os.stat(f).st_size
-    except FileNotFoundError:
-        return -1

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from ..backends.cuda import loader
+from .location import Location, join, read_into, read_tail, write_pieces
 
 INNER_BYTES = 2**20  # ~1 MiB inner chunks: many frames per block for the GPU codec, and
                      # reads that do not decode a whole shard for a small region
@@ -149,17 +149,15 @@ def write_encoded(path: str, layout: Layout, encoded: tuple, rows: int, row0: in
     grid = layout.shard_grid(rows)
     per = math.prod(layout.per_shard)
     first = row0 // layout.shard[0]
-    keys = [Path(path, "c", str(first + idx[0]), *map(str, idx[1:])) for idx in np.ndindex(*grid)]
-    for parent in dict.fromkeys(k.parent for k in keys):
-        parent.mkdir(parents=True, exist_ok=True)
+    names = [("c", str(first + idx[0]), *map(str, idx[1:])) for idx in np.ndindex(*grid)]
+    keys = [join(path, *n) for n in names]
+    for folder in dict.fromkeys(join(path, *n[:-1]) for n in names):
+        Location(folder).make_dir()
 
     def write(n: int) -> int:  # three writes per file: few GIL re-acquires per block
         a, b = n * per, (n + 1) * per
-        pieces = [buf[starts[a]:starts[b - 1] + aligned_up(sizes[b - 1])],
-                  *shard_index(starts[a:b] - starts[a], sizes[a:b])]
-        with open(keys[n], "wb") as f:
-            f.writelines(pieces)
-        return sum(len(memoryview(p).cast("B")) for p in pieces)
+        return write_pieces(keys[n], [buf[starts[a]:starts[b - 1] + aligned_up(sizes[b - 1])],
+                                      *shard_index(starts[a:b] - starts[a], sizes[a:b])])
 
     return sum(file_pool("write").map(write, range(len(keys))))
 
@@ -202,7 +200,7 @@ def read_frames(path: str, layout: Layout, lo: int, hi: int, alloc=None) -> Fram
         at[key] = aligned_up(pos) + base % FRAME_ALIGN
         pos = at[key] + end - base
     buf = (alloc or (lambda n: np.empty(n, np.uint8)))(pos)
-    list(file_pool("read").map(lambda key: read_range(spans[key][0], spans[key][2],
+    list(file_pool("read").map(lambda key: read_into(spans[key][0], spans[key][2],
                                                    buf[at[key]:at[key] + spans[key][3] - spans[key][2]]), spans))
     starts, sizes = [], []
     for k, key in wanted:
@@ -234,32 +232,17 @@ def _span(path: str, layout: Layout, key: tuple, inner_rows: tuple):
     one shard file: the byte range holding those chunks; None when the file or one of those
     chunks is absent (checked before any byte range is read)."""
     per = math.prod(layout.per_shard)
-    f = Path(path, "c", *map(str, key))
+    f = join(path, "c", *map(str, key))
     nidx = 16 * per + 4
-    try:
-        with open(f, "rb") as fh:
-            fh.seek(-nidx, 2)
-            index = np.frombuffer(fh.read(nidx)[:-4], dtype="<u8").reshape(per, 2)
-    except FileNotFoundError:
+    tail = read_tail(f, nidx)
+    if tail is None:
         return None
+    index = np.frombuffer(tail[:-4], dtype="<u8").reshape(per, 2)
     per_row = per // layout.per_shard[0]
     part = index[inner_rows[0] * per_row:inner_rows[1] * per_row]
     if (part[:, 0] == _ABSENT).any():
         return None
     return f, part, int(part[:, 0].min()), int((part[:, 0] + part[:, 1]).max())
-
-
-def read_range(f: Path, base: int, dest: np.ndarray) -> None:
-    """Bytes base.. of file ``f`` into ``dest`` (whole), without an intermediate copy."""
-    view = memoryview(dest).cast("B")
-    with open(f, "rb", buffering=0) as fh:
-        fh.seek(base)
-        got = 0
-        while got < len(view):
-            n = fh.readinto(view[got:])
-            if not n:
-                raise OSError(f"{f}: ends before byte {base + len(view)}")
-            got += n
 
 
 _ABSENT = 2**64 - 1  # the index entry of a chunk zarr left out (all fill value)

@@ -64,15 +64,25 @@ def zarr_source(arr: da.Array):
     return obj, None
 
 
-def local_path(z) -> str | None:
-    """The local folder of the zarr.Array ``z``, or None when it lives elsewhere."""
+def store_path(z) -> tuple:
+    """(where the zarr.Array ``z`` lives: its local folder or its URL, None), or (None, why the
+    engine cannot reach it by path). A URL is reopened with the environment's settings
+    (credentials, endpoint), so a store opened with storage options of its own is not taken."""
     store = z.store
     root = getattr(store, "root", None)  # LocalStore
-    if root is None and getattr(getattr(store, "fs", None), "protocol", None) in ("file", ("file", "local")):
+    fs = getattr(store, "fs", None)
+    protocol = getattr(fs, "protocol", None)
+    if root is None and protocol in ("file", ("file", "local")):
         root = store.path  # FsspecStore over the local file system (da.from_zarr of a path)
-    if root is None:
-        return None
-    return str(Path(str(root), z.path)) if z.path else str(root)
+    if root is not None:
+        return (str(Path(str(root), z.path)) if z.path else str(root)), None
+    if fs is None:
+        return None, f"the input lives in a {type(store).__name__}, not in files or object storage"
+    if set(getattr(fs, "storage_options", {})) - {"asynchronous", "use_listings_cache"}:
+        return None, "the input's store was opened with storage options (the engine reopens it by URL)"
+    proto = protocol[0] if isinstance(protocol, tuple) else protocol
+    url = f"{proto}://{store.path.strip('/')}"
+    return (f"{url}/{z.path}" if z.path else url), None
 
 
 def compute_chunks(arr: da.Array, target_bytes: int = CPU_CHUNK_BYTES) -> da.Array:

@@ -286,25 +286,24 @@ def _laplace_units(out, obj, dims, datetime_unit=None, given_spacing=False):
     return out
 
 
-def scan(obj, dim, op="add", exclusive=False, dtype=None):
-    return scans.scan(obj, op, _axis(obj, dim), exclusive, dtype)
+def scan(obj, dim, op="add", exclusive=False, dtype=None, skipna=False):
+    return scans.scan(obj, op, _axis(obj, dim), exclusive, dtype, skipna)
 
 
 def cumsum(obj, dim, dtype=None, skipna=None):
     """Cumulative sum along ``dim``; ``skipna`` (default: for float data) as
     DataArray.cumsum: NaN adds nothing (a NaN position holds the running sum)."""
-    return scan(_skipna(obj, skipna, 0), dim, "add", dtype=dtype)
+    return scan(obj, dim, "add", dtype=dtype, skipna=_skips(obj, skipna))
 
 
 def cumprod(obj, dim, dtype=None, skipna=None):
     """Cumulative product along ``dim``; ``skipna`` as DataArray.cumprod (NaN multiplies by 1)."""
-    return scan(_skipna(obj, skipna, 1), dim, "mul", dtype=dtype)
+    return scan(obj, dim, "mul", dtype=dtype, skipna=_skips(obj, skipna))
 
 
-def _skipna(obj, skipna, neutral):
-    if skipna is None:
-        skipna = obj.dtype.kind in "fc"
-    return obj.fillna(neutral) if skipna and obj.dtype.kind in "fc" else obj
+def _skips(obj, skipna) -> bool:
+    """xarray's default: skip NaN in float data."""
+    return bool(obj.dtype.kind in "fc" if skipna is None else skipna)
 
 
 def cummin(obj, dim):

@@ -24,6 +24,7 @@ class ScanStep:
     axis: int | None
     exclusive: bool
     dtype: np.dtype
+    skipna: bool = False  # NaN counts as the op's identity (np.nancumsum, xarray's skipna)
 
     @property
     def name(self) -> str:
@@ -31,7 +32,11 @@ class ScanStep:
         return "distconv-" + {"add": "cumsum", "mul": "cumprod", "min": "cummin", "max": "cummax"}[self.op]
 
     def __call__(self, block):
-        return backends.scan(block, self.op, self.axis, self.exclusive, self.dtype)
+        return backends.scan(self.filled(block), self.op, self.axis, self.exclusive, self.dtype)
+
+    def filled(self, block):
+        """``block`` with NaN as the op's identity where the step skips NaN, else itself."""
+        return _nan_as_identity(block, self.op) if self.skipna else block
 
     def total(self, scanned, block):
         """The block's total along the axis as a row (a carry's shape), read off its own scan
@@ -41,7 +46,7 @@ class ScanStep:
         last = (slice(None),) * self.axis + (slice(-1, None),)
         if not self.exclusive:
             return scanned[last].copy()
-        return core_ops.combine(self.op, scanned[last], block[last], self.dtype)
+        return core_ops.combine(self.op, scanned[last], self.filled(block[last]), self.dtype)
 
     def combine(self, carry, total):
         """The carry after a block: op(the carry before it, its total); ``carry`` None at the start."""
@@ -55,18 +60,22 @@ class ScanStep:
         return scanned
 
 
-def scan(x, op="add", axis=None, exclusive=False, dtype=None):
+def scan(x, op="add", axis=None, exclusive=False, dtype=None, skipna=False):
     """Inclusive (or exclusive) prefix scan with ``op`` in add | mul | min | max.
 
     numpy's rules: ``axis=None`` scans the C-order flattened array; add/mul widen small
-    integers (as np.cumsum/np.cumprod), min/max keep the dtype; NaN propagates; integer
+    integers (as np.cumsum/np.cumprod), min/max keep the dtype; NaN propagates unless
+    ``skipna`` (then NaN counts as the op's identity: np.nancumsum, np.nancumprod); integer
     overflow wraps. Distributed: chunk totals -> carries -> one seeded pass per chunk.
     """
     op = core_ops.check_op(op)
+    if not isinstance(skipna, bool):
+        raise TypeError(f"skipna must be True or False, got {skipna!r}")
     if isinstance(x, Probe):  # planning: the checked step, nothing run
         out_dtype = core_ops.result_dtype(op, x.dtype, dtype)
         _check_exclusive(exclusive)
-        return ScanStep(op, None if axis is None else checks.axis(axis, max(x.ndim, 1)), exclusive, out_dtype)
+        return ScanStep(op, None if axis is None else checks.axis(axis, max(x.ndim, 1)), exclusive, out_dtype,
+                        skipna and np.dtype(x.dtype).kind in "fc")
     x = checks.as_array(x)
     out_dtype = core_ops.result_dtype(op, x.dtype, dtype)
     _check_exclusive(exclusive)
@@ -78,17 +87,25 @@ def scan(x, op="add", axis=None, exclusive=False, dtype=None):
     else:
         ax = checks.axis(axis, max(x.ndim, 1))
 
+    skip = skipna and np.dtype(x.dtype).kind in "fc"
+
     def run(data):
+        filled = _nan_as_identity(data, op) if skip else data
         if checks.array_kind(data) == "dask":
             from ..graph.scan import scan as graph_scan
 
-            out = graph_scan(data, op, ax, exclusive, out_dtype)
+            out = graph_scan(filled, op, ax, exclusive, out_dtype)
             if axis is not None:  # what dc.to_zarr hands the engine (ops/stores.py)
-                out._distconv_scan = (data, ScanStep(op, ax, exclusive, out_dtype))
+                out._distconv_scan = (data, ScanStep(op, ax, exclusive, out_dtype, skip))
             return out
-        return backends.scan(data, op, ax, exclusive, out_dtype)
+        return backends.scan(filled, op, ax, exclusive, out_dtype)
 
     return on_data(x, run)
+
+
+def _nan_as_identity(x, op: str):
+    """``x`` (numpy, cupy or dask) with its NaN replaced by ``op``'s identity."""
+    return np.where(np.isnan(x), core_ops.identity(op, x.dtype), x)
 
 
 def _check_exclusive(exclusive):

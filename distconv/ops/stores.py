@@ -1,9 +1,9 @@
 """Zarr out, from Python and xarray, through the engine `distconv run` uses.
 
 ``dc.to_zarr(y, path)`` where ``y`` is distconv stencils (filters, derivatives, laplace, fused
-as they were called), possibly then a scan along an axis, over an array read whole from a local
-Zarr store (``da.from_zarr`` or ``xr.open_zarr``): the chain runs as the engine's blocks (distconv/engine: one task per block
-from read to write, named after the steps on the dashboard; on GPU workers nvCOMP decodes and
+as they were called), possibly then a scan along an axis, over an array read whole from a Zarr
+store (``da.from_zarr`` or ``xr.open_zarr``; a folder or object storage reached by URL: engine/location.py):
+the chain runs as the engine's blocks (distconv/engine: one task per block from read to write, named after the steps on the dashboard; on GPU workers nvCOMP decodes and
 encodes there), and the output is distconv's sharded Zarr v3, read by plain zarr-python and
 ``xr.open_zarr``. Anything else is written by dask, and the returned report says why."""
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..core import checks
 from ..core.stencil import identity
 from ..engine import ownership, storage
-from ..engine.location import Location, join
+from ..engine.location import join
 from .filters import fused_source
 
 
@@ -71,15 +71,13 @@ def plan(data, path: str, client=None, bins=(None, True), out_chunks=None):
     reason, found = engine_chain(data)
     if found is None:
         return reason, None
-    if Location(path).url:
-        return "the output is not a local folder", None
     z, src, st, scan = found
     return None, engine.plan(src, path, st, z.shape, z.dtype, z.chunks, _gpu(client), z.metadata.to_dict(),
                                   out_chunks, bins, scan=scan)
 
 
 def engine_chain(data):
-    """(None, (the zarr.Array ``data`` reads, its local folder, the fused Stencil made of it,
+    """(None, (the zarr.Array ``data`` reads, its folder or URL, the fused Stencil made of it,
     the scan after it or None)), or (why the engine cannot run ``data``, None)."""
     if checks.array_kind(data) != "dask":
         return f"a {checks.array_kind(data)} array, not a lazy one read from Zarr", None
@@ -93,9 +91,9 @@ def engine_chain(data):
         return why, None
     if any(st.periodic):
         return "a step's mode is wrap (its halo comes from the far edge of the array)", None
-    src = storage.local_path(z)
+    src, why = storage.store_path(z)
     if src is None:
-        return "the input is not in a local folder (object storage runs on the general path)", None
+        return why, None
     return None, (z, src, st, scan)
 
 

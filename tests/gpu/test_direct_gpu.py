@@ -18,8 +18,8 @@ from ..helpers import poison_gpu_pool
 pytestmark = pytest.mark.gpu
 
 
-def _run(tmp_path, name, inp, steps):
-    doc = {"input": inp, "steps": steps, "outputs": {"path": f"{name}.zarr"}}
+def _run(tmp_path, name, inp, steps, root=""):
+    doc = {"input": inp, "steps": steps, "outputs": {"path": f"{root}{name}.zarr"}}
     p = tmp_path / f"{name}.yaml"
     p.write_text(yaml.safe_dump(doc))
     wf = batch.load(p)
@@ -29,14 +29,21 @@ def _run(tmp_path, name, inp, steps):
     return wf, s
 
 
+@pytest.mark.parametrize("where", ["folder", "url"])
 @pytest.mark.parametrize("shape, chunks", [((203, 61), (8, 16)), ((37, 33, 20), (4, 11, 20))])
-def test_direct_path_on_the_gpu_equals_scipy(tmp_path, monkeypatch, shape, chunks):
+def test_direct_path_on_the_gpu_equals_scipy(tmp_path, monkeypatch, shape, chunks, where):
+    """where=url: the stores are fsspec URLs (memory://), so chunk and shard byte ranges are
+    read and written through fsspec as on object storage."""
+    import uuid
+
+    root = f"memory://{uuid.uuid4().hex}/" if where == "url" else ""
     monkeypatch.setattr(storage, "GPU_CHUNK_BYTES", 9000)  # many blocks: halos cross them
     monkeypatch.setattr(write, "SHARD_MIN_BYTES", 0)
     monkeypatch.setattr(shards, "INNER_BYTES", 300)
     steps = [{"op": "gaussian_filter", "sigma": 1.5}, {"op": "laplace", "mode": "nearest"}]
-    wf, s = _run(tmp_path, "a", {"path": "in.zarr", "synthetic": {"shape": list(shape), "chunks": list(chunks),
-                                                                   "seed": 7}}, steps)
+    wf, s = _run(tmp_path, "a", {"path": f"{root}in.zarr", "synthetic": {"shape": list(shape),
+                                                                          "chunks": list(chunks), "seed": 7}},
+                 steps, root)
     from distconv.backends.cuda import zstd as gpu_zstd
 
     # zarr's chunks decoded by nvCOMP in batches where installed, else by zarr into pinned memory
@@ -49,7 +56,8 @@ def test_direct_path_on_the_gpu_equals_scipy(tmp_path, monkeypatch, shape, chunk
     # layout (b): distconv's shards in; decoded by nvCOMP on the GPU when it is installed
     w = np.arange(15, dtype=np.float64).reshape(3, 5) / 10 - 0.7
     wf2, s2 = _run(tmp_path, "b", {"path": wf.outputs["path"]},
-                   [{"op": "correlate", "weights": (w if len(shape) == 2 else w[None]).tolist(), "mode": "mirror"}])
+                   [{"op": "correlate", "weights": (w if len(shape) == 2 else w[None]).tolist(), "mode": "mirror"}],
+                   root)
     assert ("upload" not in s2["stage_seconds"]) == gpu_zstd.available()
     np.testing.assert_allclose(zarr.open_array(wf2.outputs["path"], mode="r")[...],
                                ndi.correlate(first, w if len(shape) == 2 else w[None], mode="mirror"),
