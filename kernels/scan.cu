@@ -3,8 +3,8 @@
 // Input element type Tin is converted to the scan type T on load. An optional carry (one value
 // per row / column) seeds the scan: that is how chunk carries from the dask layer enter, so the
 // distributed scan reads each chunk twice (totals, then this) and writes it once.
-// Block-level variants (Kogge-Stone and Brent-Kung) live in distconv_scan_block; the look-back
-// kernels use Kogge-Stone warp shuffles inside a blocked, thread-sequential tile scan.
+// The look-back kernels use Kogge-Stone warp shuffles inside a blocked, thread-sequential tile
+// scan (block-level Kogge-Stone and Brent-Kung kernels were test-only and are gone: NOTES.md).
 #include "common.cuh"
 
 #define DC_FLAG_NONE 0
@@ -225,68 +225,5 @@ distconv_scan_cols(const Tin *__restrict__ in, T *__restrict__ out, i64 outer, i
     for (int r = 0; r < ROWS; ++r) {
         if (r0 + r >= n) break;
         out[base + (i64)r * inner] = EXCL ? (r == 0 ? excl : Op::apply(excl, v[r - 1])) : Op::apply(excl, v[r]);
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// distconv_scan_block: the classic block-level scans, one block per row of up to 2*BLOCK
-// elements (a teaching/validation variant; the look-back kernels above are the fast path).
-// Threads -> data: thread t holds elements 2t and 2t+1 of the row in shared memory.
-// VARIANT 0 = Kogge-Stone (Hillis-Steele: log2 steps, every element active, double-buffered),
-// VARIANT 1 = Brent-Kung (Blelloch up-sweep then down-sweep, work-efficient).
-// Shared memory: 2*BLOCK T (two buffers for Kogge-Stone, one tree for Brent-Kung).
-// Limits: n <= 2*BLOCK; rows any (one block each, grid-stride).
-template <typename Tin, typename T, class Op, int BLOCK, int VARIANT, bool EXCL>
-__global__ void __launch_bounds__(BLOCK)
-distconv_scan_block(const Tin *__restrict__ in, T *__restrict__ out, i64 rows, int n) {
-    __shared__ T buf[2][2 * BLOCK];
-    const int t = threadIdx.x;
-    const T ident = Op::template identity<T>();
-    for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
-        const Tin *src = in + row * n;
-        T *dst = out + row * n;
-        for (int k = 0; k < 2; ++k) {
-            const int i = 2 * t + k;
-            buf[0][i] = i < n ? T(src[i]) : ident;
-        }
-        __syncthreads();
-        int cur = 0;
-        if (VARIANT == 0) {
-            for (int d = 1; d < 2 * BLOCK; d <<= 1) {
-                for (int k = 0; k < 2; ++k) {
-                    const int i = 2 * t + k;
-                    buf[1 - cur][i] = i >= d ? Op::apply(buf[cur][i - d], buf[cur][i]) : buf[cur][i];
-                }
-                __syncthreads();
-                cur = 1 - cur;
-            }
-            for (int k = 0; k < 2; ++k) {
-                const int i = 2 * t + k;
-                if (i < n) dst[i] = EXCL ? (i == 0 ? ident : buf[cur][i - 1]) : buf[cur][i];
-            }
-        } else {
-            T *a = buf[0];
-            for (int d = 1; d < 2 * BLOCK; d <<= 1) {  // up-sweep: partial sums at tree nodes
-                const int i = (t + 1) * 2 * d - 1;
-                if (i < 2 * BLOCK) a[i] = Op::apply(a[i - d], a[i]);
-                __syncthreads();
-            }
-            if (t == 0) { buf[1][0] = a[2 * BLOCK - 1]; a[2 * BLOCK - 1] = ident; }
-            __syncthreads();
-            for (int d = BLOCK; d >= 1; d >>= 1) {  // down-sweep: exclusive prefixes
-                const int i = (t + 1) * 2 * d - 1;
-                if (i < 2 * BLOCK) {
-                    const T left = a[i - d];
-                    a[i - d] = a[i];
-                    a[i] = Op::apply(a[i], left);
-                }
-                __syncthreads();
-            }
-            for (int k = 0; k < 2; ++k) {
-                const int i = 2 * t + k;
-                if (i < n) dst[i] = EXCL ? a[i] : Op::apply(a[i], T(src[i]));
-            }
-        }
-        __syncthreads();
     }
 }

@@ -81,3 +81,20 @@ def small_engine_blocks(monkeypatch, block_bytes=6000, inner_bytes=300):
     monkeypatch.setattr(storage, "GPU_CHUNK_BYTES", block_bytes)
     monkeypatch.setattr(write, "SHARD_MIN_BYTES", 0)
     monkeypatch.setattr(shards, "INNER_BYTES", inner_bytes)
+
+
+def write_block(path: str, layout, block, row0: int, encode) -> int:
+    """A block's shard files as the engine writes them: ``block`` (rows row0.. of the array,
+    row0 on a shard boundary) encoded by ``encode``, then written; returns bytes written."""
+    from distconv.engine import shards
+
+    return shards.write_encoded(path, layout, shards.encode_block(layout, block, encode), block.shape[0], row0)
+
+
+def read_rows(path: str, layout, lo: int, hi: int, decode, alloc=None):
+    """Rows lo..hi of a sharded array written in ``layout`` as the engine reads them (its
+    frames, then ``decode``); None when an inner chunk is absent."""
+    from distconv.engine import shards
+
+    fr = shards.read_frames(path, layout, lo, hi, alloc)
+    return None if fr is None else shards.decode_rows(fr, lo, hi, decode)

@@ -17,7 +17,7 @@ from distconv.batch import direct
 from distconv import engine
 from distconv.engine import ownership, read, shards, slots
 
-from .helpers import small_engine_blocks
+from .helpers import read_rows, small_engine_blocks, write_block
 
 
 def _workflow(tmp_path, shape, chunks, steps, **outputs):
@@ -152,7 +152,7 @@ def test_shard_writer_read_by_plain_zarr_and_read_back(tmp_path, shape, shard):
     p = str(tmp_path / "s.zarr")
     engine.create_output(p, shape, np.float32, layout, {})
     for r0 in range(0, shape[0], 2 * shard[0]):
-        shards.write_block(p, layout, x[r0:r0 + 2 * shard[0]], r0, zstd.encode_frames)
+        write_block(p, layout, x[r0:r0 + 2 * shard[0]], r0, zstd.encode_frames)
     np.testing.assert_array_equal(zarr.open_array(p, mode="r")[...], x)
     rows = min(2 * shard[0], shape[0] - shard[0])
     fr = shards.read_frames(p, layout, shard[0], shard[0] + rows)
@@ -163,7 +163,7 @@ def test_shard_writer_read_by_plain_zarr_and_read_back(tmp_path, shape, shard):
     meta = zarr.open_array(p, mode="r").metadata.to_dict()
     assert shards.layout_of(meta, shape, np.float32) == layout
     for lo, hi in [(0, shape[0]), (1, shape[0] - 2), (shard[0] - 1, shard[0] + 2)]:
-        got = shards.read_rows(p, layout, lo, hi, zstd.decode_frames)
+        got = read_rows(p, layout, lo, hi, zstd.decode_frames)
         np.testing.assert_array_equal(got, x[lo:hi])
 
 
@@ -201,8 +201,8 @@ def test_shards_written_by_zarr_read_back(tmp_path):
     layout = shards.layout_of(zarr.open_array(p, mode="r").metadata.to_dict(), shape, np.float32)
     assert layout == shards.Layout(shape, shard, inner, "<f4")
     for lo, hi in [(0, 16), (5, 15), (30, 64), (31, 33)]:
-        np.testing.assert_array_equal(shards.read_rows(p, layout, lo, hi, zstd.decode_frames), x[lo:hi])
-    assert shards.read_rows(p, layout, 14, 30, zstd.decode_frames) is None
+        np.testing.assert_array_equal(read_rows(p, layout, lo, hi, zstd.decode_frames), x[lo:hi])
+    assert read_rows(p, layout, 14, 30, zstd.decode_frames) is None
 
 
 def test_distconv_output_as_input_reads_its_shards(tmp_path, small_blocks):

@@ -129,12 +129,6 @@ FILE_THREADS = 8
 _POOLS: dict = {}
 
 
-def write_block(path: str, layout: Layout, block, row0: int, encode) -> int:
-    """Encode ``block`` (rows row0.. of the array, row0 on a shard boundary) with ``encode``
-    and write its shard files (encode_block, then write_encoded); returns bytes written."""
-    return write_encoded(path, layout, encode_block(layout, block, encode), block.shape[0], row0)
-
-
 def encode_block(layout: Layout, block, encode) -> tuple:
     """``block``'s inner chunks in chunk-major order compressed by ``encode`` (backends'
     encode_frames, asked for frames on FRAME_ALIGN boundaries): (buf, starts, sizes)."""
@@ -210,13 +204,6 @@ def read_frames(path: str, layout: Layout, lo: int, hi: int, alloc=None) -> Fram
         starts.append(part[:, 0].astype(np.int64) - base + at[key])
         sizes.append(part[:, 1].astype(np.int64))
     return Frames(buf, np.concatenate(starts), np.concatenate(sizes), k0 * c0, (k1 - k0) * c0, rows)
-
-
-def read_rows(path: str, layout: Layout, lo: int, hi: int, decode, alloc=None):
-    """Rows lo..hi of a sharded array written in ``layout`` (read_frames, then decode_rows);
-    None when an inner chunk is absent."""
-    fr = read_frames(path, layout, lo, hi, alloc)
-    return None if fr is None else decode_rows(fr, lo, hi, decode)
 
 
 def decode_rows(fr: Frames, lo: int, hi: int, decode):

@@ -13,7 +13,7 @@ from distconv import batch
 from distconv import engine
 from distconv.engine import shards, storage, write
 
-from ..helpers import poison_gpu_pool
+from ..helpers import poison_gpu_pool, read_rows, write_block
 
 pytestmark = pytest.mark.gpu
 
@@ -80,7 +80,7 @@ def test_nvcomp_reads_shards_in_place_or_gathered(tmp_path, writer):
     p = str(tmp_path / "s.zarr")
     if writer == "distconv":
         engine.create_output(p, shape, np.float32, layout, {})
-        shards.write_block(p, layout, x, 0, cpu_zstd.encode_frames)
+        write_block(p, layout, x, 0, cpu_zstd.encode_frames)
     else:
         zarr.create_array(p, shape=shape, shards=shard, chunks=layout.inner, dtype="f4",
                           compressors=zarr.codecs.ZstdCodec(level=3))[...] = x
@@ -89,7 +89,7 @@ def test_nvcomp_reads_shards_in_place_or_gathered(tmp_path, writer):
     assert (fr.starts % gpu_zstd.FRAME_ALIGN).any() == (writer == "zarr")
     for lo, hi in [(0, 90), (7, 52), (29, 31)]:
         poison_gpu_pool(1 << 24)
-        got = shards.read_rows(p, layout, lo, hi, gpu_zstd.decode_frames,
+        got = read_rows(p, layout, lo, hi, gpu_zstd.decode_frames,
                                alloc=lambda n: transfer.staging("test", "frames", n))
         np.testing.assert_array_equal(got.get(), x[lo:hi])
 

@@ -27,7 +27,7 @@ def _shape3(shape, axis):
 
 
 @guard_memory
-def scan(block, op: str, axis: int, exclusive: bool, dtype, carry=None, out=None, variant: str = "lookback"):
+def scan(block, op: str, axis: int, exclusive: bool, dtype, carry=None, out=None):
     """Inclusive (or exclusive) scan along ``axis`` seeded by ``carry``; ``out``: an array to
     fill and return."""
     import cupy
@@ -42,12 +42,7 @@ def scan(block, op: str, axis: int, exclusive: bool, dtype, carry=None, out=None
     c = None if carry is None else cupy.ascontiguousarray(cupy.asarray(carry), dtype=T)
     counter = cupy.zeros(1, dtype=np.uint64)
     tin, t, fn = ctype(a.dtype), ctype(T), FUNCTORS[op]
-    if variant in ("kogge-stone", "brent-kung"):
-        if inner != 1 or n > 512 or carry is not None:
-            raise ValueError("block-level scan variants take rows of at most 512 elements, no carry")
-        name = loader.template("distconv_scan_block", tin, t, fn, BLOCK, 0 if variant == "kogge-stone" else 1, exclusive)
-        loader.function("scan", name)((min(outer, 65535),), (BLOCK,), (a, res, np.int64(outer), np.int32(n)))
-    elif inner == 1:
+    if inner == 1:
         items = ROWS_ITEMS[T.itemsize]
         tiles = outer * -(-n // (BLOCK * items))
         flags = cupy.zeros(tiles, dtype=np.int32)
@@ -77,7 +72,4 @@ INSTANTIATIONS = [
     loader.template("distconv_scan_cols", tin, t, fn, COLS_ROWS[size], excl)
     for tin, t, size in (("float", "float", 4), ("double", "double", 8), ("int", "long long", 8))
     for fn in ("DcAdd", "DcMul", "DcMin") for excl in (False, True)
-] + [
-    loader.template("distconv_scan_block", "float", "float", "DcAdd", BLOCK, v, e)
-    for v in (0, 1) for e in (False, True)
 ]

@@ -38,19 +38,35 @@ def available() -> bool:
 
 def encode_frames(block, frame_nbytes: int, align: int = 1, slot=None) -> tuple:
     """``block`` (contiguous cupy) cut into frames of ``frame_nbytes``, compressed on the GPU in
-    one batch into fixed-capacity places of one buffer, packed on the device and moved to
-    pinned host memory (the I/O ``slot``'s staging buffer when given) in one copy. Returns
-    (buf, starts, sizes): frame i is ``buf[starts[i]:starts[i] + sizes[i]]``, every start a
-    multiple of FRAME_ALIGN (which ``align`` must divide) and the bytes between frames zero,
-    so consecutive frames are one contiguous piece of a shard file. ``buf`` is valid until
-    that slot's next block."""
+    one batch (compress), packed on the device and moved to pinned host memory (the I/O
+    ``slot``'s staging buffer when given) in one copy. Returns (buf, starts, sizes): frame i is
+    ``buf[starts[i]:starts[i] + sizes[i]]``, every start a multiple of FRAME_ALIGN (which
+    ``align`` must divide) and the bytes between frames zero, so consecutive frames are one
+    contiguous piece of a shard file. ``buf`` is valid until that slot's next block."""
     import cupy
 
-    from . import libnvcomp
     from .transfer import staging, to_host
 
     if FRAME_ALIGN % align:
         raise ValueError(f"align must divide {FRAME_ALIGN}, got {align}")
+    places, cap, lengths = compress(block, frame_nbytes)
+    n = lengths.size
+    padded = aligned_up(lengths)
+    starts = np.concatenate([[0], np.cumsum(padded)[:-1]]).astype(np.int64)
+    packed = cupy.empty(max(int(padded.sum()), 1), dtype=cupy.uint8)
+    _pack(places, np.arange(n, dtype=np.int64) * cap, packed, starts, lengths)
+    out = None if slot is None else staging(slot, "encoded", packed.size)
+    return to_host(packed, out).reshape(-1), starts, lengths
+
+
+def compress(block, frame_nbytes: int) -> tuple:
+    """nvCOMP's part of encode_frames: ``block`` cut into frames of ``frame_nbytes`` and
+    compressed in one batch into fixed-capacity places of one device buffer. Returns (places,
+    their capacity in bytes, the frames' compressed lengths as numpy int64)."""
+    import cupy
+
+    from . import libnvcomp
+
     raw = cupy.ascontiguousarray(block).view(cupy.uint8).reshape(-1)
     n = -(-raw.size // frame_nbytes)
     sizes = np.full(n, frame_nbytes, dtype=np.uint64)
@@ -70,13 +86,7 @@ def encode_frames(block, frame_nbytes: int, align: int = 1, slot=None) -> tuple:
     libnvcomp.compress_async(in_ptrs.data.ptr, in_sizes.data.ptr, frame_nbytes, n, temp.data.ptr,
                              temp.size, out_ptrs.data.ptr, lengths.data.ptr, statuses.data.ptr, stream.ptr)
     _check(stream, statuses, "encode")
-    lengths = lengths.get().astype(np.int64)
-    padded = aligned_up(lengths)
-    starts = np.concatenate([[0], np.cumsum(padded)[:-1]]).astype(np.int64)
-    packed = cupy.empty(max(int(padded.sum()), 1), dtype=cupy.uint8)
-    _pack(places, np.arange(n, dtype=np.int64) * cap, packed, starts, lengths)
-    out = None if slot is None else staging(slot, "encoded", packed.size)
-    return to_host(packed, out).reshape(-1), starts, lengths
+    return places, cap, lengths.get().astype(np.int64)
 
 
 def _table(*columns, dtype=np.uint64) -> list:
