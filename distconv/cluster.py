@@ -112,9 +112,10 @@ def make_cluster(cfg: dict):
         kw = {k: cfg[k] for k in ("device_memory_limit", "rmm_pool_size") if cfg[k] is not None}
         if cfg["n_workers"]:
             kw["n_workers"] = cfg["n_workers"]
+        # each worker page-locks the engine's staging as it starts (engine/prewarm.py)
         return LocalCUDACluster(protocol=cfg["protocol"], host=cfg["host"],
                                 threads_per_worker=cfg["threads_per_worker"] or 8,
-                                security=_security(cfg), **kw, **common)
+                                security=_security(cfg), preload=["distconv.engine.prewarm"], **kw, **common)
     from distributed import LocalCluster
 
     cores = os.cpu_count() or 1

@@ -131,6 +131,23 @@ def test_bad_io_slots_config_is_refused_before_any_work(tmp_path, key):
     assert not Path(wf.outputs["path"]).exists() and not Path(wf.input["path"]).exists()
 
 
+@pytest.mark.parametrize("bad", [0, "yes", None])
+def test_bad_prewarm_config_is_refused_before_any_work(tmp_path, bad):
+    import dask
+
+    wf = _workflow(tmp_path, (40, 30), (10, 30), [{"op": "gaussian_filter", "sigma": 1.0}])
+    with dask.config.set({"distconv.prewarm": bad}):
+        with pytest.raises(batch.WorkflowError, match=r"distconv\.prewarm.*true or false"):
+            batch.run(wf, progress=False)
+    assert not Path(wf.outputs["path"]).exists() and not Path(wf.input["path"]).exists()
+
+
+def test_a_warm_up_without_a_gpu_does_nothing_and_says_nothing():
+    from distconv.engine import prewarm
+
+    prewarm.warm()  # no cupy or no nvCOMP here: the first blocks pay their own costs
+
+
 def test_wrap_and_non_stencil_steps_take_the_general_path(tmp_path):
     wf = _workflow(tmp_path, (40, 30), (10, 30), [{"op": "gaussian_filter", "sigma": 1.0, "mode": "wrap"}])
     s = batch.run(wf, progress=False)

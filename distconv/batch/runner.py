@@ -27,7 +27,7 @@ def preflight(wf: Workflow, overwrite: bool | None = None, resume: bool = False,
         action = ownership.check_target(wf.outputs["path"], overwrite, resume, job=job)
     except ownership.OutputError as e:
         problems.append(str(e))
-    for read in (engine.io_slots, engine.device_blocks, engine.batch_bytes, engine.held_bytes):
+    for read in (engine.io_slots, engine.device_blocks, engine.batch_bytes, engine.held_bytes, engine.prewarm_enabled):
         try:
             read()
         except ValueError as e:

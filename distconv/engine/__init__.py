@@ -6,17 +6,19 @@ accessor's ``to_zarr``).
 - job.py: a block's task and the dask graph of a job's blocks
 - read.py, write.py: a block's read stage and the output it writes into
 - slots.py, config.py: who runs when in a worker, and the dask config keys it reads
+- prewarm.py: a GPU worker's one-time costs (page-locked staging, nvCOMP's first calls) at its start
 - carries.py: a scan's carry across blocks
 - shards.py, plain_chunks.py, batches.py, chunk_heads.py: the store formats it reads and writes
 - storage.py (dask's reads and writes), ownership.py (who wrote an output, what may be
   removed), location.py (local folders and object stores alike)
 """
 
-from .config import batch_bytes, device_blocks, held_bytes, io_slots, open_with_settings, zarr_settings
+from .config import batch_bytes, device_blocks, held_bytes, io_slots, open_with_settings, prewarm_enabled, zarr_settings
 from .job import graph, run_block
 from .plan import Job, block_mark, plan
 from .slots import local_blocks
 from .write import create_output, shard_shape
 
 __all__ = ["Job", "batch_bytes", "block_mark", "create_output", "device_blocks", "graph", "held_bytes",
-           "io_slots", "local_blocks", "open_with_settings", "plan", "run_block", "shard_shape", "zarr_settings"]
+           "io_slots", "local_blocks", "open_with_settings", "plan", "prewarm_enabled", "run_block", "shard_shape",
+           "zarr_settings"]

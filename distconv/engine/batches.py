@@ -22,6 +22,7 @@ import numpy as np
 
 from . import plain_chunks
 
+PIECES = "batch"  # names the pinned pieces the batches' files go through (engine/prewarm.py too)
 READERS = 4      # batches decoding at once per process (each holds its decoded rows)
 READ_AHEAD = 3   # batches of its worker started ahead of the one a block is in
 KEEP = 8         # batches held per process at most (blocks dask moved to another worker never
@@ -202,7 +203,7 @@ class Reader:
                 return None, {}
             stream = transfer.slot_stream(("batch", threading.get_ident()))
             with stream:
-                raw = transfer.to_device_in_pieces(*ch.pieces(), "batch")
+                raw = transfer.to_device_in_pieces(*ch.pieces(), PIECES)
         finally:
             with self._turn:
                 self._serving += 1

@@ -24,6 +24,8 @@ BATCH_BYTES = 4 * 2**30
 BATCH_KEY = "distconv.decode-batch-bytes"
 # A carried scan's blocks held between their two tasks (engine/carries.py).
 HOLD_KEY = "distconv.scan-hold-bytes"
+# A GPU worker of distconv's local cluster page-locks its staging as it starts (engine/prewarm.py).
+PREWARM_KEY = "distconv.prewarm"
 # The GIL switch interval of a process running blocks. A thread back from a blocking call
 # (a stream wait, a copy, a file read) waits until the thread holding the GIL lets go, up to
 # one interval; the device stage makes ~30 such calls per block. Measured beside a busy
@@ -52,6 +54,16 @@ def held_bytes(gpu: bool = False) -> int:
     """Bytes of blocks' scans a process holds between their two parts (8 GiB of device memory
     on a GPU, 1 GiB on a CPU)."""
     return _positive(HOLD_KEY, 8 * 2**30 if gpu else 2**30)
+
+
+def prewarm_enabled() -> bool:
+    """Does a GPU worker of distconv's local cluster warm up as it starts (default True)?"""
+    import dask
+
+    v = dask.config.get(PREWARM_KEY, True)
+    if not isinstance(v, bool):
+        raise ValueError(f"dask config {PREWARM_KEY!r} must be true or false, got {v!r}")
+    return v
 
 
 def _threads() -> int:

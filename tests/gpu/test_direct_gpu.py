@@ -170,3 +170,24 @@ def test_a_device_buffer_filled_in_pieces(cuts):
         host[...] = want[cuts[k]:cuts[k + 1]]
 
     np.testing.assert_array_equal(transfer.to_device_in_pieces(cuts, fill, "test").get(), want)
+
+
+def test_a_warm_up_leaves_the_staging_the_blocks_use(monkeypatch):
+    """After a worker's warm-up (engine/prewarm.py) a block's encode and batch pieces find their
+    page-locked buffers in place: no allocation in the block."""
+    from distconv.backends.cuda import transfer
+    from distconv.backends.cuda import zstd as gpu_zstd
+    from distconv.engine import batches, config, prewarm
+    from distconv.engine.plain_chunks import PIECE_BYTES
+
+    if not gpu_zstd.available():
+        pytest.skip("nvCOMP not installed")
+    prewarm.warm()
+    calls = []
+    real = transfer.pinned_empty
+    monkeypatch.setattr(transfer, "pinned_empty", lambda *a: calls.append(a) or real(*a))
+    for slot in range(config.io_slots(True)):
+        assert transfer.staging(slot, "encoded", 700 * 2**20).size == 700 * 2**20
+    for k in range(2):
+        transfer.staging((batches.PIECES, k), "pieces", PIECE_BYTES)
+    assert calls == []

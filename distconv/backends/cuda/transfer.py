@@ -8,6 +8,8 @@ again), and readers decode straight into them where they can.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 
@@ -22,19 +24,26 @@ def pinned_empty(shape, dtype) -> np.ndarray:
 
 
 _STAGING: dict = {}
+_STAGING_LOCKS: dict = {}
+_LOCK = threading.Lock()
 
 
 def staging(slot, name: str, nbytes: int) -> np.ndarray:
     """A pinned uint8 buffer of at least ``nbytes`` owned by (slot, name), kept and reused:
     allocating page-locked memory is slow and serializes with other CUDA calls, so the I/O
-    path allocates it once per in-flight block slot. The caller owns it until its block ends."""
+    path allocates it once per in-flight block slot (or a worker's warm-up does, in its own
+    thread: engine/prewarm.py; a key's allocation is made once, under the key's lock). The
+    caller owns it until its block ends."""
     key = (slot, name)
-    buf = _STAGING.get(key)
-    if buf is None or buf.size < nbytes:
-        _STAGING.pop(key, None)
-        # rounded up by up to 1/8: blocks whose compressed size varies a little reuse one buffer
-        step = 1 << max(0, int(nbytes).bit_length() - 3)
-        buf = _STAGING[key] = pinned_empty(max(-(-nbytes // step) * step, 1), np.uint8)
+    with _LOCK:
+        lock = _STAGING_LOCKS.setdefault(key, threading.Lock())
+    with lock:
+        buf = _STAGING.get(key)
+        if buf is None or buf.size < nbytes:
+            _STAGING.pop(key, None)
+            # rounded up by up to 1/8: blocks whose compressed size varies a little reuse one buffer
+            step = 1 << max(0, int(nbytes).bit_length() - 3)
+            buf = _STAGING[key] = pinned_empty(max(-(-nbytes // step) * step, 1), np.uint8)
     return buf[:nbytes]
 
 
