@@ -185,3 +185,24 @@ def test_python_and_xarray_faces_run_on_the_engine_from_s3_to_s3(s3, rng):
     assert back.v.dims == ("y", "x")
     np.testing.assert_array_equal(back.x.values, ds.x.values)
     np.testing.assert_allclose(back.v.values, ndi.gaussian_filter(a, 1.5), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("layout", ["plain", "sharded", "uncompressed"])
+@pytest.mark.parametrize("region", [None, {0: [9, 61], 1: [None, 40]}])
+def test_every_input_layout_with_and_without_a_region_runs_on_the_engine(tmp_path, s3, rng, layout, region):
+    """zarr's plain zstd chunks, shards, uncompressed chunks; the whole array or a region (its
+    edges taking the steps' modes): the engine's blocks on S3, values equal scipy's."""
+    base, _, _ = s3
+    a = rng.standard_normal((70, 45)).astype(np.float32)
+    kw = {"plain": {}, "sharded": {"shards": (32, 45), "chunks": (8, 15)},
+          "uncompressed": {"compressors": None}}[layout]
+    z = zarr.create_array(f"{base}/in.zarr", shape=a.shape, dtype=a.dtype, **{"chunks": (16, 45), **kw})
+    z[...] = a
+    doc = yaml.safe_load(_workflow(tmp_path, base).read_text())
+    if region is not None:
+        doc["input"]["region"] = region
+    (tmp_path / "wf.yaml").write_text(yaml.safe_dump(doc))
+    s = workflow.run(workflow.load(tmp_path / "wf.yaml"), progress=False)
+    assert s["path"] == "direct", s
+    ref = _expected(a[9:61, :40]) if region is not None else _expected(a)
+    np.testing.assert_allclose(zarr.open_array(f"{base}/out.zarr", mode="r")[...], ref, rtol=1e-5, atol=1e-5)

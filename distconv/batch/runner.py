@@ -1,5 +1,6 @@
-"""Running a checked workflow: claim the output, open the input, chain the steps lazily,
-write each block once (storage-aligned, behind a completion marker), summarize."""
+"""Running a checked workflow, one pipeline for both paths: its plan (plans.py: the engine's
+job, else the general dask graph), then the output claimed, a dataset's frame written, the
+blocks computed (each written once, behind a completion marker), the summary."""
 
 from __future__ import annotations
 
@@ -8,11 +9,10 @@ import time
 from .. import engine
 from ..engine import ownership, storage
 from ..engine.location import Location, join
-from . import direct, identity
-from .inputs import cut_result, dataset_attrs, ensure_input, open_input
-from .outputs import histogram_output, jsonable, write_histogram
+from . import identity, plans
+from .inputs import dataset_attrs, ensure_input
+from .outputs import jsonable
 from .workflow import Workflow, WorkflowError
-from .steps import step_function
 
 
 def preflight(wf: Workflow, overwrite: bool | None = None, resume: bool = False,
@@ -65,85 +65,20 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     ensure_input(wf)
     if job["input"]["stamp"] is None:  # a synthetic input, written just now
         job = identity.job(wf)
-    why = direct.why_not(wf)
-    if why is None:
-        summary, why = _run_direct(wf, client, gpu, overwrite, resume, progress, t0, job)
-        if summary is not None:
-            return summary
-    arr, src = open_input(wf, gpu)
-    for op, params in wf.steps:
-        arr = step_function(op, hasattr(arr, "dims"))(arr, **params)
-    arr = cut_result(wf, arr)
-    data = arr.data if hasattr(arr, "dims") else arr
-    storage_chunks = wf.outputs.get("chunks") or src["storage"]
-    array_path, attrs, dims = str(out_path), _attrs(wf), None
-    if hasattr(arr, "dims"):  # a dataset in, a dataset out: xr.open_zarr(output) gives it back
-        resume = ownership.claim(str(out_path), overwrite, resume, job=job)
-        overwrite, job = False, None
-        array_path, attrs, dims = _dataset_frame(wf, arr, resuming=False)
-    writes = storage.store(data, array_path, storage_chunks=storage_chunks,
-                           codec=wf.outputs.get("codec", "zstd"), overwrite=overwrite and not resume,
-                           attrs=attrs, resume=resume, dims=dims, job=job)
-    skipped = storage.written_bytes(data, array_path, storage_chunks) if resume else 0
-    step_seconds, _ = _compute(writes, client, progress)
+    # one pipeline: the engine's plan where it takes the workflow, else the general one, then
+    # the same claim, dataset frame, compute, finish and summary
+    plan = plans.choose(wf, gpu)
+    resuming = ownership.claim(str(out_path), overwrite, resume, job=job)
+    array_path, attrs, dims = plan.array_path, _attrs(wf), None
+    if plan.frame is not None:  # a dataset in, a dataset out: xr.open_zarr(output) gives it back
+        array_path, attrs, dims = _dataset_frame(wf, plan.frame, resuming)
+    graph = plan.graph(array_path, attrs, dims, resuming, client)
+    step_seconds, results = _compute(graph, client, progress)
     _finish(wf, array_path, dims is not None)
-    hist = (histogram_output(data, wf.outputs["histogram"], client)  # counted in the job's time
-            if "histogram" in wf.outputs else None)
-    summary = _summary(wf, client, t0, data.shape, data.dtype, src["nbytes"] - skipped, data.nbytes - skipped,
-                       skipped, step_seconds, {"path": "general", "why_general": why})
-    return _with_files(summary, wf, hist, src["array"], array_path)
-
-
-def _run_direct(wf, client, gpu, overwrite, resume, progress, t0, job_id):
-    """Zarr -> fused chain -> sharded Zarr, one task per block (an array, or a dataset
-    variable written into a dataset with its coordinates): (summary, None), or (None, why
-    not) when the engine cannot take the chain (a wrap mode, a variable xarray decodes)."""
-    import numpy as np
-    import zarr
-
-    out_path = wf.outputs["path"]
-    if "variable" in wf.input:
-        reason, found, result = direct.dataset_chain(wf)
-        if found is None:
-            return None, reason
-        src, src_path, st, scan = found
-        array_path = join(str(out_path), storage.dataset_array_name(result))
-        job, edges = direct.job_of(wf, src_path, array_path, st, scan, gpu, src.shape, src.dtype, src.chunks,
-                                   src.metadata.to_dict(), list(map(str, result.dims)))
-        frame = result
-    else:
-        src = zarr.open_array(wf.input["path"], mode="r")
-        job, edges, why = direct.plan(wf, gpu, src.ndim, src.dtype, src.shape, src.chunks, src.metadata.to_dict())
-        if job is None:
-            return None, why
-        array_path, frame = str(out_path), None
-    resuming = ownership.claim(out_path, overwrite, resume, job=job_id)
-    attrs, dims = _attrs(wf), None
-    if frame is not None:
-        array_path, attrs, dims = _dataset_frame(wf, frame, resuming)
-    shape = job.layout.shape  # the input's, or its region's
-    if not (resuming and Location(array_path).child("zarr.json").exists()):
-        engine.create_output(array_path, shape, job.layout.dtype, job.layout, attrs, dims)
-    # the block marks' folder, also for a run resumed after the last one dropped it (it was
-    # interrupted between finishing the blocks and marking the output complete)
-    Location(array_path).child(ownership.BLOCKS).make_dir()
-    done = ownership.written_blocks(array_path) if resuming else set()
-    row_in = int(np.prod(shape[1:])) * src.dtype.itemsize
-    row_out = int(np.prod(shape[1:])) * np.dtype(job.layout.dtype).itemsize
-    skipped_rows = sum(r1 - r0 for i, (r0, r1) in enumerate(job.row_blocks)
-                       if engine.block_mark(job, i) in done)
-    workers = sorted(client.scheduler_info()["workers"]) if client is not None else None
-    tasks, merged = engine.graph(job, job.name, workers)
-    step_seconds, (_, (counts, stages)) = _compute([tasks, merged], client, progress)
-    _finish(wf, array_path, frame is not None)
-    # a resumed run with a histogram or a carried scan still reads every block, writes the missing
-    rereads = edges is not None or job.carried
-    nbytes_in = (shape[0] - (0 if rereads else skipped_rows)) * row_in
-    summary = _summary(wf, client, t0, shape, job.layout.dtype, nbytes_in,
-                       (shape[0] - skipped_rows) * row_out, skipped_rows * row_out, step_seconds,
-                       {"path": "direct", "stage_seconds": {k: round(v, 3) for k, v in stages.items()}})
-    hist = write_histogram(counts, edges, wf.outputs["histogram"]) if edges is not None else None
-    return _with_files(summary, wf, hist, storage.open_array(job.src), array_path), None
+    hist = plan.histogram(results, client)  # counted in the job's time
+    summary = _summary(wf, client, t0, plan.shape, plan.dtype, plan.bytes_in, plan.bytes_out, plan.skipped,
+                       step_seconds, plan.says(results))
+    return _with_files(summary, wf, hist, plan.source, array_path)
 
 
 def _attrs(wf: Workflow) -> dict:

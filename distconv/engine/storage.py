@@ -126,12 +126,20 @@ def to_device_blocks(arr: da.Array) -> da.Array:
 
 def store(arr: da.Array, path: str, storage_chunks=None, codec: str = "zstd",
           overwrite: bool = False, attrs=None, resume: bool = False, dims=None, job=None) -> da.Array:
-    """Lazily write ``arr`` into a Zarr array: blocks aligned to storage chunks (no chunk has
-    two writers), each block's write idempotent and recorded by a marker file, so a rerun with
-    ``resume`` writes only the blocks that are missing. The path is claimed first
-    (ownership.claim): ``overwrite`` replaces only a store distconv created, ``resume`` continues
-    only an output of the same ``job`` (what writes it, recorded in the owner mark). Returns the
+    """Lazily write ``arr`` into a Zarr array at ``path``, claimed first (ownership.claim):
+    ``overwrite`` replaces only a store distconv created, ``resume`` continues only an output
+    of the same ``job`` (what writes it, recorded in the owner mark). Returns store_into's
     dask array of write flags."""
+    resuming = ownership.claim(str(path), overwrite, resume, job=job)
+    return store_into(arr, path, storage_chunks, codec, attrs, resuming, dims)
+
+
+def store_into(arr: da.Array, path: str, storage_chunks=None, codec: str = "zstd", attrs=None,
+               resuming: bool = False, dims=None) -> da.Array:
+    """Lazily write ``arr`` into a Zarr array at ``path`` (claimed by the caller): blocks
+    aligned to storage chunks (no chunk has two writers), each block's write idempotent and
+    recorded by a marker file, so a ``resuming`` run writes only the blocks that are missing.
+    Returns the dask array of write flags."""
     import zarr
 
     storage = tuple(storage_chunks or (c[0] for c in arr.chunks))
@@ -139,7 +147,6 @@ def store(arr: da.Array, path: str, storage_chunks=None, codec: str = "zstd",
     if aligned != arr.chunks:
         arr = arr.rechunk(aligned)
     p = str(path)
-    resuming = ownership.claim(p, overwrite, resume, job=job)
     if resuming and Location(p).child("zarr.json").exists():
         target = zarr.open_array(p, mode="r+")
         if target.shape != arr.shape or target.dtype != arr.dtype:
@@ -161,7 +168,7 @@ def store(arr: da.Array, path: str, storage_chunks=None, codec: str = "zstd",
 
     return arr.map_blocks(write, chunks=tuple((1,) * len(c) for c in arr.chunks), dtype=bool,
                           meta=np.empty((0,) * arr.ndim, dtype=bool),
-                          name=f"distconv-store-{tokenize(arr, p, resume)}")
+                          name=f"distconv-store-{tokenize(arr, p, resuming)}")
 
 
 def write_chunks(arr: da.Array, storage_chunks=None) -> tuple:

@@ -1,0 +1,113 @@
+"""How a checked workflow is written, path by path: ``Direct`` (the engine's job: one task per
+block from read to write) where the engine takes it, else ``General`` (the steps as a dask graph
+over the input's chunks, written chunk-aligned by dask). Each gives the runner the same things:
+the output's array path and dataset frame, the graph to compute (once the output is claimed),
+the histogram, the byte counts and what the summary says of the path."""
+
+from __future__ import annotations
+
+from .. import engine
+from ..engine import ownership, storage
+from ..engine.location import Location, join
+from . import direct
+from .inputs import cut_result, open_input
+from .outputs import histogram_output, write_histogram
+from .steps import step_function
+from .workflow import Workflow
+
+
+class General:
+    """The general path: the steps as a dask graph over the input's chunks (on GPU workers
+    moved to the GPU), written chunk-aligned by dask (storage.store_into)."""
+
+    def __init__(self, wf: Workflow, gpu: bool, why: str | None):
+        arr, src = open_input(wf, gpu)
+        for op, params in wf.steps:
+            arr = step_function(op, hasattr(arr, "dims"))(arr, **params)
+        arr = cut_result(wf, arr)
+        self.wf, self.why, self.source, self.nbytes_in = wf, why, src["array"], src["nbytes"]
+        self.frame = arr if hasattr(arr, "dims") else None
+        self.data = arr.data if hasattr(arr, "dims") else arr
+        self.storage_chunks = wf.outputs.get("chunks") or src["storage"]
+        self.array_path, self.shape, self.dtype = str(wf.outputs["path"]), self.data.shape, self.data.dtype
+        self.skipped = 0
+
+    def graph(self, array_path, attrs, dims, resuming, client):
+        self.skipped = storage.written_bytes(self.data, array_path, self.storage_chunks) if resuming else 0
+        self.bytes_in, self.bytes_out = self.nbytes_in - self.skipped, self.data.nbytes - self.skipped
+        return storage.store_into(self.data, array_path, self.storage_chunks, self.wf.outputs.get("codec", "zstd"),
+                                  attrs, resuming, dims)
+
+    def histogram(self, results, client):
+        hist = self.wf.outputs.get("histogram")
+        return histogram_output(self.data, hist, client) if hist else None
+
+    def says(self, results) -> dict:
+        return {"path": "general", "why_general": self.why}
+
+
+class Direct:
+    """The direct path: the engine's job, one task per block from read to write (an array, or
+    a dataset variable written into a dataset with its coordinates)."""
+
+    def __init__(self, wf: Workflow, job, edges, src, frame):
+        import numpy as np
+
+        self.wf, self.job, self.edges, self.frame = wf, job, edges, frame
+        self.array_path, self.source = job.dst, storage.open_array(job.src)
+        self.shape, self.dtype = job.layout.shape, job.layout.dtype  # the input's, or its region's
+        self._row_in = int(np.prod(self.shape[1:])) * src.dtype.itemsize
+        self._row_out = int(np.prod(self.shape[1:])) * np.dtype(self.dtype).itemsize
+
+    def graph(self, array_path, attrs, dims, resuming, client):
+        job = self.job
+        if not (resuming and Location(array_path).child("zarr.json").exists()):
+            engine.create_output(array_path, self.shape, job.layout.dtype, job.layout, attrs, dims)
+        # the block marks' folder, also for a run resumed after the last one dropped it (it was
+        # interrupted between finishing the blocks and marking the output complete)
+        Location(array_path).child(ownership.BLOCKS).make_dir()
+        done = ownership.written_blocks(array_path) if resuming else set()
+        skipped_rows = sum(r1 - r0 for i, (r0, r1) in enumerate(job.row_blocks) if engine.block_mark(job, i) in done)
+        # a resumed run with a histogram or a carried scan still reads every block, writes the missing
+        rereads = self.edges is not None or job.carried
+        self.bytes_in = (self.shape[0] - (0 if rereads else skipped_rows)) * self._row_in
+        self.bytes_out = (self.shape[0] - skipped_rows) * self._row_out
+        self.skipped = skipped_rows * self._row_out
+        workers = sorted(client.scheduler_info()["workers"]) if client is not None else None
+        return list(engine.graph(job, job.name, workers))
+
+    def histogram(self, results, client):
+        if self.edges is None:
+            return None
+        return write_histogram(results[1][0], self.edges, self.wf.outputs["histogram"])
+
+    def says(self, results) -> dict:
+        stages = results[1][1]
+        return {"path": "direct", "stage_seconds": {k: round(v, 3) for k, v in stages.items()}}
+
+
+def choose(wf: Workflow, gpu: bool):
+    """The direct plan where the engine takes ``wf``, else the general one (saying why)."""
+    plan = _direct(wf, gpu)
+    return General(wf, gpu, plan or direct.why_not(wf)) if plan is None or isinstance(plan, str) else plan
+
+
+def _direct(wf: Workflow, gpu: bool):
+    """The direct path's plan, or why it cannot run the workflow (None: why_not said so)."""
+    import zarr
+
+    if direct.why_not(wf) is not None:
+        return None
+    out_path = wf.outputs["path"]
+    if "variable" in wf.input:
+        reason, found, result = direct.dataset_chain(wf)
+        if found is None:
+            return reason
+        src, src_path, st, scan = found
+        array_path = join(str(out_path), storage.dataset_array_name(result))
+        job, edges = direct.job_of(wf, src_path, array_path, st, scan, gpu, src.shape, src.dtype, src.chunks,
+                                   src.metadata.to_dict(), list(map(str, result.dims)))
+        return Direct(wf, job, edges, src, result)
+    src = zarr.open_array(wf.input["path"], mode="r")
+    job, edges, why = direct.plan(wf, gpu, src.ndim, src.dtype, src.shape, src.chunks, src.metadata.to_dict())
+    return why if job is None else Direct(wf, job, edges, src, None)
