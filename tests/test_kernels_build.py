@@ -17,7 +17,7 @@ KERNEL_FILES = sorted(p.name for p in (ROOT / "kernels").iterdir() if p.suffix i
 
 
 # launcher modules whose kernels live in another pattern's source
-LAUNCHED_FROM = {"terms": "convolve"}
+LAUNCHED_FROM = {"terms": "convolve", "separable": "convolve"}
 
 
 def launcher_modules():

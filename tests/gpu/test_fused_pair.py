@@ -66,6 +66,8 @@ CASES = [  # (shape, pair axes, sigmas, second mask shape)
 @pytest.mark.parametrize("case", range(len(CASES)))
 @pytest.mark.parametrize("mode,mode2", list(itertools.product(MODES, MODES)))
 def test_pair_kernel_is_the_two_kernels_bit_for_bit(cuda, rng, case, mode, mode2):
+    from distconv.backends.cuda import separable
+
     cupy, convolve, histogram = cuda
     shape, axes, sigmas, k2 = CASES[case]
     passes = passes_for(sigmas, axes)
@@ -83,7 +85,7 @@ def test_pair_kernel_is_the_two_kernels_bit_for_bit(cuda, rng, case, mode, mode2
         t_np = tile_of(np, a, depth, per_axis)
         t_cp = tile_of(cupy, a, depth, per_axis)
         args = (passes, mode, 0.3, w, mode2, -0.4, (0,) * len(shape))
-        assert convolve._pair_plan(t_cp, passes, mode, w, mode2, (0,) * len(shape), None, None) is not None
+        assert separable.pair_plan(t_cp, passes, mode, w, mode2, (0,) * len(shape), None, None) is not None
         poison_gpu_pool(a.nbytes * 6)
         out = cupy.full(t_cp.centre.shape, np.nan, dtype=np.float32)
         got = convolve.correlate_pair(t_cp, *args, out=out)
@@ -100,6 +102,8 @@ def test_pair_kernel_is_the_two_kernels_bit_for_bit(cuda, rng, case, mode, mode2
 def test_pair_falls_back_where_the_kernel_does_not_apply(cuda, rng):
     """float64, short passes, passes too long for the fused kernel, wrap, an origin, float64
     edges: the steps run, with the same results as the numpy oracle."""
+    from distconv.backends.cuda import separable
+
     cupy, convolve, _ = cuda
     a = rng.standard_normal((60, 70))
     long_, short = passes_for((2.0, 2.0), (0, 1)), [(0, np.ones(3) / 3, 0), (1, np.ones(5) / 5, 0)]
@@ -112,14 +116,14 @@ def test_pair_falls_back_where_the_kernel_does_not_apply(cuda, rng):
     numpy_pair = filters.backends.implementation("convolve", "correlate_pair", "numpy")
     for x, passes, mode, w, mode2, origin in cases:
         t = Tile.of(cupy.asarray(x))
-        assert convolve._pair_plan(t, passes, mode, w, mode2, origin, None, None) is None
+        assert separable.pair_plan(t, passes, mode, w, mode2, origin, None, None) is None
         got = convolve.correlate_pair(t, passes, mode, 0.0, w, mode2, 0.0, origin)
         ref = numpy_pair(x, passes, mode, 0.0, w, mode2, 0.0, origin)
         assert_matches(got, ref, scale=float(np.abs(ref).max()))
     x = a.astype(np.float32)
     edges = np.linspace(-0.5, 0.5, 33)  # float64 edges: counted after the steps, by the histogram kernel
     t = Tile.of(cupy.asarray(x))
-    assert convolve._pair_plan(t, long_, "reflect", STAR, "nearest", (0, 0), None, (edges, True)) is None
+    assert separable.pair_plan(t, long_, "reflect", STAR, "nearest", (0, 0), None, (edges, True)) is None
     got = convolve.correlate_pair(t, long_, "reflect", 0.0, STAR, "nearest", 0.0, (0, 0), bins=(edges, True))
     ref = numpy_pair(x, long_, "reflect", 0.0, STAR, "nearest", 0.0, (0, 0), bins=(edges, True))
     assert np.abs(cupy.asnumpy(got) - ref).sum() <= 2  # float32 roundings at the edges, at most

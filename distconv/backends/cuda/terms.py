@@ -11,9 +11,10 @@ from ...core.modes import MODES
 from ...core.tile import Tile
 from ..windows import combine_terms
 from . import guard_memory, loader, target
-from .convolve import MAX_SEPARABLE, _taps, correlate_passes
+from .convolve import correlate_passes
+from .separable import MAX_SEPARABLE
 from .tile import dc_tile, group_sizes, plane_groups
-from .types import scalar
+from .types import scalar, taps
 
 COMBINE = {"sum": loader.define("DC_TERMS_SUM"), "magnitude": loader.define("DC_TERMS_MAGNITUDE")}
 
@@ -68,7 +69,7 @@ def _smem(T, k0: int, k1: int) -> int:
 
 
 def _launch(tile: Tile, plan, cval: float, combine: str, out):
-    gs, (a0, a1), (k0, k1), taps, mode = plan
+    gs, (a0, a1), (k0, k1), weights, mode = plan
     T = tile.centre.dtype
     oD, oH, oW = group_sizes(tile.centre.shape, gs)
     smem = _smem(T, k0, k1)
@@ -78,7 +79,7 @@ def _launch(tile: Tile, plan, cval: float, combine: str, out):
     grid = (-(-oW // tw), min(-(-oH // th), 65535), min(oD, 65535))
     offH, offW = tile.halo[a0][0] - k0 // 2, tile.halo[a1][0] - k1 // 2
     args = (src, out, np.int64(oD), np.int64(oH), np.int64(oW), np.int64(offH), np.int64(offW),
-            np.int32(MODES[mode]), scalar(cval, T), _taps(T, taps.astype(T)))
+            np.int32(MODES[mode]), scalar(cval, T), taps(T, weights.astype(T)))
     fn(grid, (loader.define("DC_SEP_BX"), loader.define("DC_SEP_BY")), args, shared_mem=smem)
 
 

@@ -30,3 +30,10 @@ def ctype(dtype) -> str:
 def scalar(value, dtype):
     """A kernel argument of exactly this dtype."""
     return np.dtype(dtype).type(value)
+
+
+def taps(T, values) -> np.void:
+    """A DcTaps<T, len(values)> kernel argument (passed by value)."""
+    struct = np.zeros((), np.dtype([("w", T, (len(values),))], align=True))
+    struct["w"] = values
+    return struct[()]
