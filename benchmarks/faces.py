@@ -143,27 +143,21 @@ def main():
     from distconv.backends.devices import gpu_count
 
     gpus = gpu_count()
-    rows_out = [{"case": "e2e_zarr_conv5", "layer": "end to end", "gpus": gpus, "GBps": round(job_gbps, 2),
-                 "wall_GBps": round(nbytes / run["wall_s"] / 1e9, 2), "seconds": run["seconds"],
-                 "wall_s": run["wall_s"], "startup_s": run.get("startup_s"), "anchor": "dask-image correlate, CPU",
-                 "anchor_ms": round(di * 1e3), "speedup": round(di / run["seconds"], 2), "path": run.get("path"),
-                 "checked": bool(run["checked"])}]
-    for case, r in (("api_zarr_conv5", api), ("xarray_zarr_gaussian", xa)):
-        gbps = nbytes / r["seconds"] / 1e9
-        rows_out.append({"case": case, "layer": "face", "gpus": gpus, "GBps": round(gbps, 2),
-                         "wall_GBps": round(nbytes / r["wall_s"] / 1e9, 2), "seconds": r["seconds"],
-                         "wall_s": r["wall_s"], "anchor": "dask-image correlate, CPU", "anchor_ms": round(di * 1e3),
-                         "speedup": round(di / r["seconds"], 2), "vs_run": round(gbps / job_gbps, 2),
-                         "vs_run_wall": round(run["wall_s"] / r["wall_s"], 2), "path": r["path"], "why": r["why"],
-                         "checked": bool(r["checked"])})
     cupy_gbps = nbytes / cupy_row["seconds"] / 1e9
+
+    def row(case: str, layer: str, r: dict, **extra) -> dict:
+        """A row of ``r``'s job (its seconds) and wall clock, against dask-image."""
+        return {"case": case, "layer": layer, "gpus": gpus, "GBps": round(nbytes / r["seconds"] / 1e9, 2),
+                "wall_GBps": round(nbytes / r["wall_s"] / 1e9, 2), "seconds": r["seconds"], "wall_s": r["wall_s"],
+                "anchor": "dask-image correlate, CPU", "anchor_ms": round(di * 1e3),
+                "speedup": round(di / r["seconds"], 2), **extra, "path": r.get("path"), "checked": bool(r["checked"])}
+
+    rows_out = [row("e2e_zarr_conv5", "end to end", run, startup_s=run.get("startup_s"))]
+    for case, r in (("api_zarr_conv5", api), ("xarray_zarr_gaussian", xa)):
+        rows_out.append(row(case, "face", r, vs_run=round(nbytes / r["seconds"] / 1e9 / job_gbps, 2),
+                            vs_run_wall=round(run["wall_s"] / r["wall_s"], 2), why=r["why"]))
     for case, r in (("general_zarr_conv5", general), ("dask_cupy_zarr_conv5", cupy_row)):
-        gbps = nbytes / r["seconds"] / 1e9
-        rows_out.append({"case": case, "layer": "face", "gpus": gpus, "GBps": round(gbps, 2),
-                         "wall_GBps": round(nbytes / r["wall_s"] / 1e9, 2), "seconds": r["seconds"],
-                         "wall_s": r["wall_s"], "anchor": "dask-image correlate, CPU", "anchor_ms": round(di * 1e3),
-                         "speedup": round(di / r["seconds"], 2), "vs_dask_cupy": round(gbps / cupy_gbps, 2),
-                         "path": r["path"], "checked": bool(r["checked"])})
+        rows_out.append(row(case, "face", r, vs_dask_cupy=round(nbytes / r["seconds"] / 1e9 / cupy_gbps, 2)))
     for r in rows_out:
         print(json.dumps(r), flush=True)
     Path(a.out).write_text(json.dumps({"bytes": nbytes, "rows": rows_out, "anchors_s": anchors}, indent=1))

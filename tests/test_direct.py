@@ -142,12 +142,6 @@ def test_bad_prewarm_config_is_refused_before_any_work(tmp_path, bad):
     assert not Path(wf.outputs["path"]).exists() and not Path(wf.input["path"]).exists()
 
 
-def test_a_warm_up_without_a_gpu_does_nothing_and_says_nothing():
-    from distconv.engine import prewarm
-
-    prewarm.warm()  # no cupy or no nvCOMP here: the first blocks pay their own costs
-
-
 def test_wrap_and_non_stencil_steps_take_the_general_path(tmp_path):
     wf = _workflow(tmp_path, (40, 30), (10, 30), [{"op": "gaussian_filter", "sigma": 1.0, "mode": "wrap"}])
     s = batch.run(wf, progress=False)

@@ -4,8 +4,7 @@ axis two, its carries chained between them). Taken when the input is a Zarr arra
 object storage: engine/location.py) or a dataset variable read as stored, every step is a
 stencil with a boundary mode other than wrap (the last may be a scan along an axis), and the
 output is zstd; with or without a region, whatever the ``chunks:`` (the engine makes its own
-blocks). Otherwise the general dask path
-runs, and the summary says why."""
+blocks). Otherwise the general dask path runs, and the summary says why."""
 
 from __future__ import annotations
 

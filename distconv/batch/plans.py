@@ -89,15 +89,16 @@ class Direct:
 def choose(wf: Workflow, gpu: bool):
     """The direct plan where the engine takes ``wf``, else the general one (saying why)."""
     plan = _direct(wf, gpu)
-    return General(wf, gpu, plan or direct.why_not(wf)) if plan is None or isinstance(plan, str) else plan
+    return General(wf, gpu, plan) if isinstance(plan, str) else plan
 
 
 def _direct(wf: Workflow, gpu: bool):
-    """The direct path's plan, or why it cannot run the workflow (None: why_not said so)."""
+    """The direct path's plan, or why it cannot run the workflow."""
     import zarr
 
-    if direct.why_not(wf) is not None:
-        return None
+    why = direct.why_not(wf)
+    if why is not None:
+        return why
     out_path = wf.outputs["path"]
     if "variable" in wf.input:
         reason, found, result = direct.dataset_chain(wf)
