@@ -127,6 +127,99 @@ distconv_histogram(const T *__restrict__ x, i64 n, const E *__restrict__ edges, 
 }
 
 // ---------------------------------------------------------------------------------------------
+// distconv_histogram_packed: unweighted counts of n values into bins too many for a block's
+// 32-bit counters but not for 16-bit ones (hist65536: 128 KiB), two bins per 32-bit word of
+// shared memory, instead of one global atomic per value (distconv_histogram, !SMEM).
+// Threads -> data: DC_HIST_PACKED_BLOCK threads, one block per SM (its counters take most of
+//   shared memory), grid-stride over packs of 4 values (2 for 8-byte types) as in
+//   distconv_histogram; uniform bins count values clear of the edges branch-free (the rest in a
+//   spare slot, then looked up against the edges, which stay in global memory).
+// Wraps are exact: an add returns the word's old value, so the thread whose add wrapped a bin's
+//   16 bits puts the 65536 into the global count, and when the low bin's carry went into the high
+//   half, takes it back from the high bin's global count (an unsigned -1: the final sums are
+//   exact modulo 2^64, and every true count is below that); a carry out of the word's top is
+//   65536 counts of the high bin. The global counts need slots up to the last word's high half
+//   (the launcher allocates 2 * words and reads the first nbins).
+// Shared memory (dynamic): words = (nbins + 2) / 2 uint32 (bins and the spare).
+// Limits: words * 4 <= the device's per-block opt-in (the launcher checks); nbins < 2^31.
+#define DC_HIST_PACKED_BLOCK 1024
+template <typename T, typename E, int BINNING>
+__global__ void __launch_bounds__(DC_HIST_PACKED_BLOCK, 1)
+distconv_histogram_packed(const T *__restrict__ x, i64 n, const E *__restrict__ edges, int nbins, E lo,
+                          E scale, E slack, unsigned long long *counts) {
+    extern __shared__ __align__(16) unsigned char dc_smem_raw[];
+    unsigned int *sc = reinterpret_cast<unsigned int *>(dc_smem_raw);
+    const int tid = threadIdx.x, words = (nbins + 2) >> 1;
+    for (int i = tid; i < words; i += blockDim.x) sc[i] = 0u;
+    __syncthreads();
+    const E first = BINNING == DC_BIN_INTEGER ? E(0) : edges[0];
+    const E last = BINNING == DC_BIN_INTEGER ? E(0) : edges[nbins];
+    const auto count = [=](int b) {  // one more in slot b, its 16-bit wraps settled globally
+        const unsigned add = (b & 1) ? 0x10000u : 1u;
+        const unsigned old = atomicAdd(sc + (b >> 1), add);
+        if (!(b & 1) && (old & 0xFFFFu) == 0xFFFFu) {      // the low bin wrapped into the high half
+            atomicAdd(counts + b, 0x10000ull);
+            atomicAdd(counts + b + 1, ~0ull);
+        }
+        if (old > 0xFFFFFFFFu - add)                       // the word overflowed its top
+            atomicAdd(counts + (b | 1), 0x10000ull);
+    };
+    const auto add = [=](T value) {
+        const int b = dc_bin<BINNING, E>(E(value), edges, nbins, lo, scale, slack, first, last);
+        if (b >= 0) count(b);
+    };
+    const i64 gtid = (i64)blockIdx.x * blockDim.x + tid, threads = (i64)gridDim.x * blockDim.x;
+    constexpr int VEC = sizeof(T) <= 4 ? 4 : 2;
+    struct alignas(VEC * sizeof(T)) Pack { T v[VEC]; };
+    constexpr unsigned PACK = sizeof(Pack);
+    const i64 head = min(n, (i64)(((PACK - reinterpret_cast<unsigned long long>(x) % PACK) % PACK) / sizeof(T)));
+    const i64 packs = (n - head) / VEC, tail = head + packs * VEC;
+    if (gtid < head) add(x[gtid]);
+    if (gtid < n - tail) add(x[tail + gtid]);
+    const Pack *px = reinterpret_cast<const Pack *>(x + head);
+    constexpr int UNROLL = sizeof(E) > sizeof(T) ? 1 : 2;  // (2 spilled the widened types at 64 registers)
+    i64 p = (i64)blockIdx.x * blockDim.x * UNROLL + tid;
+    for (; p + (UNROLL - 1) * (i64)blockDim.x < packs; p += threads * UNROLL) {
+        Pack v[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) v[u] = px[p + u * blockDim.x];
+        unsigned near_edge = 0;
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                if (BINNING != DC_BIN_UNIFORM) {
+                    add(v[u].v[k]);
+                } else {
+                    int b;
+                    const bool clear = dc_bin_clear(E(v[u].v[k]), nbins, lo, scale, slack, b);
+                    count(clear ? b : nbins);
+                    near_edge |= (unsigned)!clear << (u * VEC + k);
+                }
+            }
+        if (near_edge) {
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+                for (int k = 0; k < VEC; ++k)
+                    if (near_edge >> (u * VEC + k) & 1) add(v[u].v[k]);
+        }
+    }
+    for (int u = 0; u < UNROLL; ++u, p += blockDim.x) {  // the last, partial batch
+        if (p >= packs) break;
+        const Pack v = px[p];
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) add(v.v[k]);
+    }
+    __syncthreads();
+    for (int i = tid; i < words; i += blockDim.x) {
+        const unsigned w = sc[i];
+        if (w & 0xFFFFu) atomicAdd(counts + 2 * i, (unsigned long long)(w & 0xFFFFu));
+        if (w >> 16) atomicAdd(counts + 2 * i + 1, (unsigned long long)(w >> 16));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // distconv_histogram2d: joint counts of (x, y) pairs into nx*ny bins (row-major, x first),
 // explicit edges per axis (binary search in global memory, read-only cache), global atomics.
 // Threads -> data: grid-stride over pairs. Shared memory: none.

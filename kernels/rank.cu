@@ -258,3 +258,118 @@ distconv_extremum2d(const __grid_constant__ DcTile src, T *__restrict__ out, i64
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// distconv_median3x3: the median of each 3 x 3 window of a plane (the 5th smallest of 9), the
+//   same pick as distconv_rank's (NaN ranked high), by sorted columns shared between
+//   neighbouring outputs: each column of 3 is sorted once for the PX outputs of a thread's row;
+//   an output's median is med3(max of the 3 column minima, med3 of the middles, min of the
+//   maxima), and two neighbouring outputs share two columns' max, min and ordered middles.
+//   ~19 min/max per output against ~40 for forgetful selection (NOTES.md). PROPAGATE (floats):
+//   NaN wherever the window holds one instead (nan_policy propagate without a screen of the
+//   data first: a NaN-propagating max of each column, then of the window's three).
+// Threads -> data: 256 threads as DC_MED3_TX x DC_MED3_TY own a TH x TW output tile of one
+//   plane z (blockIdx.x: column tiles, blockIdx.y: row tiles, grid-stride; blockIdx.z: planes);
+//   thread (tx, ty) computes PX = 4 consecutive columns x rows ty*PY .. ty*PY+PY-1, sliding down
+//   its 3 input rows in registers (one new row per output row, read as 16-byte vectors).
+// Shared memory (dynamic): the input tile with its halo, SH = TH+2 rows x SW = TW+4 columns (a
+//   thread's 8-value window: whole vectors), T each; rank.py _median3x3_smem is this formula.
+// Limits: a full 3 x 3 box (rank.py decides); sizes 64-bit.
+#define DC_MED3_TX 16
+#define DC_MED3_TY 16
+template <typename T> struct DcMed3Shape {
+    static constexpr int PX = 4, PY = sizeof(T) <= 4 ? 8 : 4;  // outputs per thread (8-byte: half the rows)
+    static constexpr int TW = DC_MED3_TX * PX, TH = DC_MED3_TY * PY, SH = TH + 2, SW = TW + 4;
+};
+
+template <typename T> __device__ __forceinline__ T dc_lo(T a, T b) { return b < a ? b : a; }
+template <typename T> __device__ __forceinline__ T dc_hi(T a, T b) { return b < a ? a : b; }
+template <> __device__ __forceinline__ float dc_lo<float>(float a, float b) { return fminf(a, b); }
+template <> __device__ __forceinline__ float dc_hi<float>(float a, float b) { return fmaxf(a, b); }
+template <> __device__ __forceinline__ double dc_lo<double>(double a, double b) { return fmin(a, b); }
+template <> __device__ __forceinline__ double dc_hi<double>(double a, double b) { return fmax(a, b); }
+
+// med3 of (a, b, c) where a <= b already: b's place clipped by c
+template <typename T> __device__ __forceinline__ T dc_med_sorted(T a, T b, T c) { return dc_hi(a, dc_lo(b, c)); }
+template <typename T> __device__ __forceinline__ T dc_med3(T a, T b, T c) {
+    return dc_hi(dc_lo(a, b), dc_lo(dc_hi(a, b), c));
+}
+
+template <typename T, bool PROPAGATE>
+__global__ void __launch_bounds__(DC_MED3_TX *DC_MED3_TY, 2)
+distconv_median3x3(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW, i64 offD,
+                   i64 offH, i64 offW, int mode, T cval) {
+    using S = DcMed3Shape<T>;
+    constexpr int PX = S::PX, PY = S::PY, TW = S::TW, TH = S::TH, SH = S::SH, SW = S::SW, NT = DC_MED3_TX * DC_MED3_TY;
+    constexpr int WN = 8, C = PX + 2;  // a window of 8 loaded, 6 columns used
+    static_assert(PX == 4 && SW % 4 == 0, "four outputs per thread row, whole 16-byte windows");
+    extern __shared__ __align__(16) unsigned char dc_smem_raw[];
+    T *s = reinterpret_cast<T *>(dc_smem_raw);
+    const int tid = threadIdx.x, tx = tid % DC_MED3_TX, ty = tid / DC_MED3_TX;
+    const i64 nty = (oH + TH - 1) / TH;
+    const i64 x = (i64)blockIdx.x * TW + tx * PX;
+    // a row of the thread's window, NaN ranked high (distconv_rank's order) unless PROPAGATE
+    // (then a window with NaN gives NaN whatever its sort made of it)
+    const auto row = [](T (&r)[WN], const T *p) {
+        dc_load_window<WN>(r, p);
+        if (!PROPAGATE) {
+#pragma unroll
+            for (int c = 0; c < C; ++c) r[c] = dc_nan_high(r[c]);
+        }
+    };
+
+    for (i64 z = blockIdx.z; z < oD; z += gridDim.z) {
+        for (i64 tyb = blockIdx.y; tyb < nty; tyb += gridDim.y) {
+            const i64 y0 = tyb * TH;
+            dc_stage<T, SH, SW, NT>(s, src, z + offD, y0 + offH, (i64)blockIdx.x * TW + offW, mode, cval, tid);
+            __syncthreads();
+            const T *base = s + ty * PY * SW + tx * PX;
+            T r0[WN], r1[WN], r2[WN];
+            row(r0, base);
+            row(r1, base + SW);
+#pragma unroll
+            for (int py = 0; py < PY; ++py) {
+                row(r2, base + (py + 2) * SW);
+                T lo[C], mid[C], hi[C], nan[C];
+#pragma unroll
+                for (int c = 0; c < C; ++c) {  // each column of 3 sorted once
+                    T a = r0[c], b = r1[c], d = r2[c];
+                    if (PROPAGATE) nan[c] = DcMax::apply(DcMax::apply(a, b), d);  // NaN iff one is
+                    dc_minmax(a, b);
+                    dc_minmax(b, d);
+                    dc_minmax(a, b);
+                    lo[c] = a, mid[c] = b, hi[c] = d;
+                }
+                T m[PX];
+#pragma unroll
+                for (int j = 0; j < PX; j += 2) {  // outputs j and j+1 share columns j+1 and j+2
+                    const T l = dc_hi(lo[j + 1], lo[j + 2]), h = dc_lo(hi[j + 1], hi[j + 2]);
+                    T a = mid[j + 1], b = mid[j + 2];
+                    dc_minmax(a, b);
+                    m[j] = dc_med3(dc_hi(l, lo[j]), dc_med_sorted(a, b, mid[j]), dc_lo(h, hi[j]));
+                    m[j + 1] = dc_med3(dc_hi(l, lo[j + 3]), dc_med_sorted(a, b, mid[j + 3]), dc_lo(h, hi[j + 3]));
+                    if (PROPAGATE) {
+                        const T f = DcMax::apply(nan[j + 1], nan[j + 2]);
+                        const T f0 = DcMax::apply(f, nan[j]), f1 = DcMax::apply(f, nan[j + 3]);
+                        m[j] = dc_isnan(f0) ? f0 : m[j];
+                        m[j + 1] = dc_isnan(f1) ? f1 : m[j + 1];
+                    }
+                }
+                const i64 y = y0 + ty * PY + py;
+                if (y < oH) {
+                    T *o = out + (z * oH + y) * oW + x;
+                    if (x + PX <= oW && reinterpret_cast<unsigned long long>(o) % (PX * sizeof(T)) == 0) {
+                        dc_store4(o, m[0], m[1], m[2], m[3]);
+                    } else {
+#pragma unroll
+                        for (int q = 0; q < PX; ++q)
+                            if (x + q < oW) o[q] = m[q];
+                    }
+                }
+#pragma unroll
+                for (int c = 0; c < WN; ++c) r0[c] = r1[c], r1[c] = r2[c];
+            }
+            __syncthreads();
+        }
+    }
+}

@@ -107,8 +107,16 @@ def _ranked(x, fp, pick, mode, cval, origin, axes, output, dt, name, allow_rechu
         extreme = {"min": np.inf, "max": -np.inf}.get(pick.kind)
         omit = None if extreme is not None else partial(backends.rank_omit, footprint=fp, pick=pick, mode=mode,
                                                         cval=cval, origin=org)
-        func = NanRule(func, *windows, nan_policy, extreme, mode == "constant" and bool(np.isnan(cval)), omit)
+        func = NanRule(func, *windows, nan_policy, extreme, mode == "constant" and bool(np.isnan(cval)), omit,
+                       native=_median3x3(fp, rank))
     return _run(x, func, depth, mode, name, allow_rechunk, dt, output)
+
+
+def _median3x3(fp: np.ndarray, rank: int) -> bool:
+    """The median of a full 3 x 3 box over two axes: on GPUs its kernel propagates NaN as it
+    selects (backends/cuda/rank.py), so nan_policy propagate needs no screen of the data (the
+    backend marks NaN windows itself for other footprints asked the same way)."""
+    return bool(fp.all()) and sorted(fp.shape)[-2:] == [3, 3] and fp.size == 9 and rank == 4
 
 
 @dataclass(frozen=True)
@@ -149,7 +157,8 @@ class NanRule:
     over the indicator); other ranks run ``omit``. Tiles without NaN run ``func`` alone.
     ``edge_nan``: a constant mode whose cval is NaN (every window over the edge holds one).
     ``native``: on GPUs ``func`` propagates NaN itself when asked (nan_propagate=True: the
-    minimum/maximum kernels pick with NaN-propagating min/max), so propagate runs it alone."""
+    minimum/maximum kernels pick with NaN-propagating min/max, the 3 x 3 median's kernel marks
+    windows with NaN), so propagate runs it alone, without a screen of the data."""
 
     func: object
     any_window: object

@@ -116,6 +116,24 @@ def test_median_of_full_boxes_by_forgetful_selection(cp, rng, mode, monkeypatch)
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_median_3x3_propagates_nan_as_the_numpy_path(cp, rng, mode):
+    """The 3 x 3 median's kernel marks windows holding NaN itself (nan_policy propagate without
+    a screen of the data); other 9-value boxes that ask the backend the same way get the mark
+    from the NaN indicator's window maximum. Both as the numpy path, NaN cval included."""
+    for dtype, size, shape in [(np.float32, 3, (37, 45)), (np.float64, 3, (29, 70)),
+                               (np.float32, (1, 3, 3), (5, 30, 31)), (np.float32, (3, 1, 3), (7, 9, 33)),
+                               (np.float32, (3, 3, 1), (9, 8, 7))]:
+        a = (rng.standard_normal(shape) * 100).astype(dtype)
+        for value, share in ((np.nan, 0.04), (np.inf, 0.02), (-np.inf, 0.02)):
+            a[rng.random(shape) < share] = value
+        for cval in (1.5, np.nan):
+            got, ref = both(cp, dc.median_filter, a, size=size, mode=mode, cval=cval)
+            np.testing.assert_array_equal(got.get(), ref)
+        got, ref = both(cp, dc.median_filter, np.where(np.isnan(a), 0, a), size=size, mode=mode)
+        np.testing.assert_array_equal(got.get(), ref)
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_1d_gaussian_and_derivatives(cp, rng, mode):
     a = rng.standard_normal((37, 45, 29)).astype(np.float32)
     for axis in (0, 1, 2):
@@ -299,6 +317,33 @@ def test_histogram_unaligned_views_sizes_and_integer_bins(cp, rng):
     edges = np.sort(rng.uniform(-2, 2, 100))
     got, _ = dc.histogram(xd[1:], bins=edges)
     np.testing.assert_array_equal(got.get(), np.histogram(base[1:], bins=edges)[0])
+
+
+def test_histogram_of_many_bins_counts_past_16_bit_wraps(cp, rng):
+    """Bins too many for 32-bit shared counters take 16-bit ones, two to a 32-bit word
+    (distconv_histogram_packed): bins hit far more than 65536 times per block (both halves of
+    one word, the last bin, values on edges that go through the spare slot, NaN and values
+    outside) must still count exactly, for uniform bins, explicit edges and integer bins."""
+    from distconv.backends.cuda import histogram as hist_kernels
+
+    bins, lo, hi = 65536, -1.0, 1.0
+    assert hist_kernels._packed_bytes(bins) > hist_kernels.SMEM_BUDGET  # the packed path runs
+    e = np.histogram_bin_edges(np.zeros(1), bins=bins, range=(lo, hi))
+    n = 2**23 + 5
+    pick = rng.integers(0, 6, n)
+    a = np.choose(pick, [np.float64(e[32768] + e[32769]) / 2, (e[32769] + e[32770]) / 2, e[100], hi,
+                         np.nan, 7.0]).astype(np.float32)
+    a[rng.choice(n, 100_000, replace=False)] = rng.uniform(-1.2, 1.2, 100_000)
+    for dtype in (np.float32, np.float64):
+        x = cp.asarray(a.astype(dtype))
+        got, _ = dc.histogram(x, bins=bins, range=(lo, hi))
+        np.testing.assert_array_equal(got.get(), np.histogram(a.astype(dtype), bins=bins, range=(lo, hi))[0])
+    edges = np.sort(rng.uniform(-1.1, 1.1, 40_001))
+    got, _ = dc.histogram(cp.asarray(a), bins=edges)
+    np.testing.assert_array_equal(got.get(), np.histogram(a, bins=edges)[0])
+    b = np.choose(rng.integers(0, 3, n), [70_000, 70_001, rng.integers(0, 80_000, n)]).astype(np.int64)
+    got = dc.bincount(cp.asarray(b), minlength=80_001)
+    np.testing.assert_array_equal(got.get(), np.bincount(b, minlength=80_001))
 
 
 @pytest.mark.parametrize("K", [1, 7, 64, 1024])

@@ -58,9 +58,35 @@ def _fits(k3, R: int, T) -> bool:
             and R * T.itemsize <= loader.define("DC_RANK_KEEP_BYTES") and smem <= loader.define("DC_RANK_SMEM"))
 
 
-def _launch(src, out, out3, offs, k3, bits, R: int, top: bool, mode: int, cval, full: bool = False):
+def _median3x3_smem(T) -> int:
+    """distconv_median3x3's shared memory (the kernel header's formula, DcMed3Shape)."""
+    tx, ty = loader.define("DC_MED3_TX"), loader.define("DC_MED3_TY")
+    px, py = 4, (8 if T.itemsize <= 4 else 4)
+    return (ty * py + 2) * (tx * px + 4) * T.itemsize
+
+
+def _launch_median3x3(src, out, out3, offs, mode: int, cval, propagate: bool):
     T = out.dtype
     oD, oH, oW = out3
+    smem = _median3x3_smem(T)
+    tx, ty = loader.define("DC_MED3_TX"), loader.define("DC_MED3_TY")
+    th, tw = ty * (8 if T.itemsize <= 4 else 4), tx * 4
+    fn = loader.function("rank", loader.template("distconv_median3x3", ctype(T), propagate), smem)
+    grid = (-(-oW // tw), min(-(-oH // th), 65535), min(oD, 65535))
+    fn(grid, (tx * ty,), (src, out, *(np.int64(v) for v in out3), *(np.int64(v) for v in offs),
+                         np.int32(mode), cval), shared_mem=smem)
+
+
+def _launch(src, out, out3, offs, k3, bits, R: int, top: bool, mode: int, cval, full: bool = False,
+            propagate: bool = False) -> bool:
+    """distconv_rank (or the 3 x 3 median's own kernel) into ``out``; True when NaN propagated
+    (asked by ``propagate``, floats, and the 3 x 3 median's kernel ran)."""
+    T = out.dtype
+    oD, oH, oW = out3
+    if full and tuple(k3) == (1, 3, 3) and R == 5 and not top and oH > 1:  # the 3 x 3 median
+        propagate = propagate and T.kind == "f"
+        _launch_median3x3(src, out, out3, offs, mode, cval, propagate)
+        return propagate
     bx, by, py = loader.define("DC_RANK_BX"), loader.define("DC_RANK_BY"), _rows(R)
     if oH == 1:  # lines: every thread on its own output along x
         bx, by, py = bx * by, 1, 1
@@ -73,6 +99,7 @@ def _launch(src, out, out3, offs, k3, bits, R: int, top: bool, mode: int, cval, 
     fp["bits"] = bits
     fn(grid, (bx, by, 1), (src, out, *(np.int64(v) for v in out3), *(np.int64(v) for v in offs),
                            np.int32(mode), cval, fp[()]), shared_mem=smem)
+    return False
 
 
 def _bits(mask: np.ndarray) -> np.ndarray:
@@ -88,8 +115,11 @@ def _keep(rank: int, n: int) -> tuple[int, bool]:
 
 
 @guard_memory
-def rank(block, footprint: np.ndarray, rank: int, mode: str, cval: float, origin: tuple):
-    """scipy.ndimage.rank_filter of the centre of ``block`` (a cupy array or a Tile of them)."""
+def rank(block, footprint: np.ndarray, rank: int, mode: str, cval: float, origin: tuple,
+         nan_propagate: bool = False):
+    """scipy.ndimage.rank_filter of the centre of ``block`` (a cupy array or a Tile of them).
+    ``nan_propagate``: NaN wherever a window holds one (the 3 x 3 median's kernel does it as it
+    selects; otherwise the windows' maximum of the NaN indicator marks them)."""
     import cupy
 
     tile = Tile.of(block)
@@ -100,16 +130,34 @@ def rank(block, footprint: np.ndarray, rank: int, mode: str, cval: float, origin
     k3 = tuple(footprint.shape[g[0]] if len(g) == 1 else 1 for g in gs)
     R, top = _keep(rank, int(footprint.sum()))
     if not _fits(k3, R, T):
-        return _cupyx_rank(tile, footprint, rank, mode, cval, origin)
+        out = _cupyx_rank(tile, footprint, rank, mode, cval, origin)
+        return _propagated(out, tile, footprint, mode, cval, origin) if nan_propagate else out
+    src_tile = tile
     tile = as_dtype(tile, T)
     offs = tuple(tile.halo[g[0]][0] - (footprint.shape[g[0]] // 2 + origin[g[0]]) if len(g) == 1 else 0
                  for g in gs)
     out = cupy.empty(tile.centre.shape, dtype=T)
+    propagated = True
     if out.size:
         src, _keep_alive = dc_tile(tile, gs)
-        _launch(src, out, group_sizes(out.shape, gs), offs, k3, _bits(footprint.reshape(k3)), R, top,
-                MODES[mode], _cval(cval, T, dtype), full=bool(footprint.all()))
-    return out.astype(dtype, copy=False)
+        propagated = _launch(src, out, group_sizes(out.shape, gs), offs, k3, _bits(footprint.reshape(k3)), R,
+                             top, MODES[mode], _cval(cval, T, dtype), full=bool(footprint.all()),
+                             propagate=nan_propagate)
+    out = out.astype(dtype, copy=False)
+    if nan_propagate and not propagated:
+        out = _propagated(out, src_tile, footprint, mode, cval, origin)
+    return out
+
+
+def _propagated(out, tile: Tile, footprint, mode, cval, origin):
+    """``out`` with NaN wherever a window of ``tile`` holds one (floats)."""
+    import cupy
+
+    if tile.centre.dtype.kind != "f":
+        return out
+    flags = tile.map(lambda a: cupy.isnan(a).astype(cupy.float32))
+    held = rank(flags, footprint, int(footprint.sum()) - 1, mode, float(np.isnan(cval)), origin)
+    return cupy.where(held > 0, cupy.nan, out).astype(out.dtype, copy=False)
 
 
 def _cupyx_rank(tile: Tile, footprint, rank: int, mode: str, cval: float, origin: tuple):
@@ -240,6 +288,10 @@ INSTANTIATIONS = [
     loader.template("distconv_rank", "unsigned long long", 1, 3, 3, 5, False, 32, 8, 4, True),
     loader.template("distconv_rank", "double", 1, 9, 11, 48, True, 32, 8, 4, False),
     loader.template("distconv_rank", "float", 1, 11, 11, 61, True, 32, 8, 4, False),
+] + [
+    loader.template("distconv_median3x3", t, p)
+    for t, p in (("float", False), ("float", True), ("double", False), ("double", True), ("int", False),
+                 ("long long", False), ("unsigned long long", False))
 ] + [
     loader.template("distconv_extremum2d", t, k0, k1, top)
     for t in ("float", "double", "int", "long long", "unsigned long long")
