@@ -363,6 +363,37 @@ def test_kmeans_assign_and_bovw(cp, rng, K, D):
     np.testing.assert_array_equal(got, ref)
 
 
+@pytest.mark.parametrize("K, D", [(1, 3), (7, 37), (256, 64), (300, 130), (1024, 128)])
+def test_kmeans_on_tensor_cores_labels_as_the_float32_kernel(cp, rng, K, D):
+    """3xTF32 distances label as the float32 kernel does: the same labels except where the two
+    best distances of a row lie within float32 rounding, and exact ties (duplicate centroids,
+    points halfway) take the lowest index; partial tiles of rows, centroids and dimensions."""
+    from distconv.backends.cuda import kmeans as km
+
+    from ..test_kmeans import assert_labels_ok
+
+    n = 5003
+    X = (rng.standard_normal((n, D)) * rng.choice([0.01, 1, 100], (n, 1))).astype(np.float32)
+    C = rng.standard_normal((K, D)).astype(np.float32)
+    if K > 2:
+        C[K - 1] = C[1]  # duplicates: the lower index wins
+        C[K // 2] = C[0]
+        X[:50] = C[1]
+        X[50:100] = C[0]
+    Xd, Cd, cnorm = km._prepare(cp.asarray(X), C)
+    poison_gpu_pool(X.nbytes)
+    tc = km._assign(Xd, Cd, cnorm, tensor_cores=True).get()
+    f32 = km._assign(Xd, Cd, cnorm, tensor_cores=False).get()
+    assert_labels_ok(tc, X, C)
+    if K > 2:
+        assert np.all(tc[:50] == 1) and np.all(tc[50:100] == 0)
+    d = (C.astype(np.float64) ** 2).sum(1)[None] - 2 * X.astype(np.float64) @ C.astype(np.float64).T
+    gap = d[np.arange(n), tc] - d[np.arange(n), f32]
+    scale = (X.astype(np.float64) ** 2).sum(1) + (C.astype(np.float64) ** 2).sum(1).max()
+    assert np.all(np.abs(gap[tc != f32]) <= 1e-5 * scale[tc != f32])
+    assert (tc == f32).mean() > 0.999
+
+
 def test_kmeans_fit_on_gpu_matches_numpy(cp, rng):
     from ..test_kmeans import numpy_lloyd
 

@@ -20,14 +20,26 @@ def _prepare(X, C):
     return Xd, Cd, cnorm
 
 
-def _assign(Xd, Cd, cnorm, groups=None, counts=None, score=None):
+def _tensor_cores() -> bool:
+    """Does this GPU run distconv_kmeans_assign_tc (TF32 mma.sync: sm_80 on)?"""
+    import cupy
+
+    return int(cupy.cuda.Device().compute_capability) >= 80
+
+
+def _assign(Xd, Cd, cnorm, groups=None, counts=None, score=None, tensor_cores=None):
+    """Labels of Xd's rows (and the bag-of-words counts, the winners' scores): on tensor cores
+    by 3xTF32 where the GPU has them (``tensor_cores`` None), else the float32 kernel."""
     import cupy
 
     n, D = Xd.shape
     labels = cupy.empty(n, dtype=np.int32)
+    if tensor_cores is None:
+        tensor_cores = _tensor_cores()
     if n:
         blocks = -(-n // loader.define("DC_KM_BM"))
-        loader.function("kmeans", "distconv_kmeans_assign")(
+        name = "distconv_kmeans_assign_tc" if tensor_cores else "distconv_kmeans_assign"
+        loader.function("kmeans", name)(
             (blocks,), (BLOCK,), (Xd, np.int64(n), np.int32(D), Cd, np.int32(Cd.shape[0]), cnorm, labels,
                                 groups if groups is not None else np.uint64(0),
                                 counts if counts is not None else np.uint64(0),
@@ -76,6 +88,6 @@ def partial_sums(X, C):
     return sums, counts.view(np.int64), inertia
 
 
-INSTANTIATIONS = ["distconv_kmeans_assign",
+INSTANTIATIONS = ["distconv_kmeans_assign", "distconv_kmeans_assign_tc",
                   loader.template("distconv_kmeans_accumulate", True),
                   loader.template("distconv_kmeans_accumulate", False)]
