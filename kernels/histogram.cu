@@ -7,6 +7,59 @@
 
 #include "binning.cuh"
 
+// Every value of x[0, n) handed out, grid-stride over the whole grid, read as packs of 4 values
+// (2 for 8-byte types; the few values before the first pack boundary and after the last whole
+// pack one per thread), UNROLL packs in flight per thread with no per-value bounds check.
+// Uniform bins count each value at once with count(slot), branch-free: in its bin when it lies
+// clear of the edges (dc_bin_clear), else in the spare slot nbins, and only those few then go
+// to add(value), which looks the edges up; other binnings give every value to add(value).
+template <int BINNING, int UNROLL, typename T, typename E, class Count, class Add>
+__device__ __forceinline__ void dc_bin_values(const T *__restrict__ x, i64 n, int nbins, E lo, E scale, E slack,
+                                              Count count, Add add) {
+    constexpr int VEC = sizeof(T) <= 4 ? 4 : 2;  // values per pack: 16 bytes for float
+    struct alignas(VEC * sizeof(T)) Pack { T v[VEC]; };
+    constexpr unsigned PACK = sizeof(Pack);
+    const i64 gtid = (i64)blockIdx.x * blockDim.x + threadIdx.x, threads = (i64)gridDim.x * blockDim.x;
+    const i64 head = min(n, (i64)(((PACK - reinterpret_cast<unsigned long long>(x) % PACK) % PACK) / sizeof(T)));
+    const i64 packs = (n - head) / VEC, tail = head + packs * VEC;
+    if (gtid < head) add(x[gtid]);
+    if (gtid < n - tail) add(x[tail + gtid]);
+    const Pack *px = reinterpret_cast<const Pack *>(x + head);
+    i64 p = (i64)blockIdx.x * blockDim.x * UNROLL + threadIdx.x;
+    for (; p + (UNROLL - 1) * (i64)blockDim.x < packs; p += threads * UNROLL) {  // whole batches
+        Pack v[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) v[u] = px[p + u * blockDim.x];
+        unsigned near_edge = 0;
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                if (BINNING != DC_BIN_UNIFORM) {
+                    add(v[u].v[k]);
+                } else {
+                    int b;
+                    const bool clear = dc_bin_clear(E(v[u].v[k]), nbins, lo, scale, slack, b);
+                    count(clear ? b : nbins);
+                    near_edge |= (unsigned)!clear << (u * VEC + k);
+                }
+            }
+        if (near_edge) {
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+                for (int k = 0; k < VEC; ++k)
+                    if (near_edge >> (u * VEC + k) & 1) add(v[u].v[k]);
+        }
+    }
+    for (int u = 0; u < UNROLL; ++u, p += blockDim.x) {  // the last, partial batch
+        if (p >= packs) break;
+        const Pack v = px[p];
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) add(v.v[k]);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // distconv_histogram: counts (or weight sums) of n values of x into nbins bins.
 // Threads -> data, counts in shared memory: x read as packs of 4 values (2 for 8-byte types;
@@ -66,50 +119,8 @@ distconv_histogram(const T *__restrict__ x, i64 n, const E *__restrict__ edges, 
     if (!SMEM || WEIGHTED) {  // bound by global or float64 atomics: one value per step
         for (i64 i = gtid; i < n; i += threads) add(x[i], i);
     } else {  // counts in shared memory: packs of values, the common case without a branch
-        constexpr int VEC = sizeof(T) <= 4 ? 4 : 2;  // values per pack: 16 bytes for float
-        struct alignas(VEC * sizeof(T)) Pack { T v[VEC]; };
-        constexpr unsigned PACK = sizeof(Pack);
-        const i64 head = min(n, (i64)(((PACK - reinterpret_cast<unsigned long long>(x) % PACK) % PACK) / sizeof(T)));
-        const i64 packs = (n - head) / VEC, tail = head + packs * VEC;
-        if (gtid < head) add(x[gtid], gtid);
-        if (gtid < n - tail) add(x[tail + gtid], tail + gtid);
-        const Pack *px = reinterpret_cast<const Pack *>(x + head);
-        constexpr int UNROLL = 2;  // packs in flight per thread (1 and 4 measured slower)
-        i64 p = (i64)blockIdx.x * blockDim.x * UNROLL + tid;
-        for (; p + (UNROLL - 1) * (i64)blockDim.x < packs; p += threads * UNROLL) {  // whole batches
-            Pack v[UNROLL];
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) v[u] = px[p + u * blockDim.x];
-            // uniform bins: every value counted once, those clear of every edge in their bin
-            // and the rest in the spare slot, then those few looked up and counted again
-            unsigned near_edge = 0;
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u)
-#pragma unroll
-                for (int k = 0; k < VEC; ++k) {
-                    if (BINNING != DC_BIN_UNIFORM) {
-                        add(v[u].v[k], 0);
-                    } else {
-                        int b;
-                        const bool clear = dc_bin_clear(E(v[u].v[k]), nbins, lo, scale, slack, b);
-                        atomicAdd(my_counts + (clear ? b : nbins), 1u);
-                        near_edge |= (unsigned)!clear << (u * VEC + k);
-                    }
-                }
-            if (near_edge) {
-#pragma unroll
-                for (int u = 0; u < UNROLL; ++u)
-#pragma unroll
-                    for (int k = 0; k < VEC; ++k)
-                        if (near_edge >> (u * VEC + k) & 1) add(v[u].v[k], 0);
-            }
-        }
-        for (int u = 0; u < UNROLL; ++u, p += blockDim.x) {  // the last, partial batch
-            if (p >= packs) break;
-            const Pack v = px[p];
-#pragma unroll
-            for (int k = 0; k < VEC; ++k) add(v.v[k], 0);
-        }
+        dc_bin_values<BINNING, 2>(x, n, nbins, lo, scale, slack,  // (UNROLL 1 and 4 measured slower)
+                                  [&](int slot) { atomicAdd(my_counts + slot, 1u); }, [&](T v) { add(v, 0); });
     }
     if (!SMEM) return;
     __syncthreads();
@@ -168,49 +179,8 @@ distconv_histogram_packed(const T *__restrict__ x, i64 n, const E *__restrict__ 
         const int b = dc_bin<BINNING, E>(E(value), edges, nbins, lo, scale, slack, first, last);
         if (b >= 0) count(b);
     };
-    const i64 gtid = (i64)blockIdx.x * blockDim.x + tid, threads = (i64)gridDim.x * blockDim.x;
-    constexpr int VEC = sizeof(T) <= 4 ? 4 : 2;
-    struct alignas(VEC * sizeof(T)) Pack { T v[VEC]; };
-    constexpr unsigned PACK = sizeof(Pack);
-    const i64 head = min(n, (i64)(((PACK - reinterpret_cast<unsigned long long>(x) % PACK) % PACK) / sizeof(T)));
-    const i64 packs = (n - head) / VEC, tail = head + packs * VEC;
-    if (gtid < head) add(x[gtid]);
-    if (gtid < n - tail) add(x[tail + gtid]);
-    const Pack *px = reinterpret_cast<const Pack *>(x + head);
     constexpr int UNROLL = sizeof(E) > sizeof(T) ? 1 : 2;  // (2 spilled the widened types at 64 registers)
-    i64 p = (i64)blockIdx.x * blockDim.x * UNROLL + tid;
-    for (; p + (UNROLL - 1) * (i64)blockDim.x < packs; p += threads * UNROLL) {
-        Pack v[UNROLL];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) v[u] = px[p + u * blockDim.x];
-        unsigned near_edge = 0;
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u)
-#pragma unroll
-            for (int k = 0; k < VEC; ++k) {
-                if (BINNING != DC_BIN_UNIFORM) {
-                    add(v[u].v[k]);
-                } else {
-                    int b;
-                    const bool clear = dc_bin_clear(E(v[u].v[k]), nbins, lo, scale, slack, b);
-                    count(clear ? b : nbins);
-                    near_edge |= (unsigned)!clear << (u * VEC + k);
-                }
-            }
-        if (near_edge) {
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u)
-#pragma unroll
-                for (int k = 0; k < VEC; ++k)
-                    if (near_edge >> (u * VEC + k) & 1) add(v[u].v[k]);
-        }
-    }
-    for (int u = 0; u < UNROLL; ++u, p += blockDim.x) {  // the last, partial batch
-        if (p >= packs) break;
-        const Pack v = px[p];
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) add(v.v[k]);
-    }
+    dc_bin_values<BINNING, UNROLL>(x, n, nbins, lo, scale, slack, count, add);
     __syncthreads();
     for (int i = tid; i < words; i += blockDim.x) {
         const unsigned w = sc[i];

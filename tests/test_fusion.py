@@ -39,6 +39,29 @@ def test_fused_chain_equals_unfused_and_scipy(rng, chunks, monkeypatch):
     assert _stencil_layers(fused)[0].startswith("distconv-gaussian-laplace-derivative")
 
 
+def test_the_step_is_declared_on_the_graph_and_stops_at_a_changed_array(rng):
+    """What made a filter's result is declared on its own graph layer (graph.declared), with
+    the separable pass and the mask after it as declared calls that pair into one; a slice, a
+    persist or another op is a new array that declares nothing, so nothing fuses past it."""
+    from distconv.graph.declared import declared
+    from distconv.ops.scans import ScanStep
+
+    x = rng.standard_normal((40, 30)).astype(np.float32)
+    d = da.from_array(x, chunks=(15, 30))
+    y = dc.laplace(dc.gaussian_filter(d, 1.0))
+    source, st = filters.fused_source(y)
+    assert source is d and isinstance(st.func, filters._Pair)  # one backend call: correlate_pair
+    for changed in (y[1:], y.persist(), y + 1, y.astype(np.float64)):
+        assert filters.fused_source(changed) is None
+    z = dc.laplace(y[1:])
+    assert filters.fused_source(z)[0].name == y[1:].name  # fused with what it read, no further
+    np.testing.assert_allclose(z.compute(), ndi.laplace(ndi.laplace(ndi.gaussian_filter(x, 1.0))[1:]),
+                               rtol=1e-4, atol=1e-4)
+    c = dc.cumsum(d, axis=1)
+    assert declared(c, ScanStep)[0] is d and declared(c, type(st)) is None
+    assert declared(dc.cumsum(d, axis=None), ScanStep) is None  # flattened: not the engine's
+
+
 def test_wrap_does_not_fuse_with_other_modes_and_stays_right(rng):
     x = rng.standard_normal((30, 28))
     d = da.from_array(x, chunks=10)

@@ -58,6 +58,33 @@ class Dispatch:
     def __call__(self, block, *args, **kwargs):
         return implementation(self.family, self.name, backend_of(block))(block, *args, **kwargs)
 
+    def bind(self, **params) -> "Call":
+        """This function with its keywords, as a declared value (a stencil's step)."""
+        return Call(self, params)
+
+
+@dataclass(frozen=True, eq=False)
+class Call:
+    """One per-block call declared, ``function(block, **params)``: what a stencil runs, which
+    the code that fuses steps reads by name and keywords (ops/filters.py pairs a separable
+    pass with the mask after it); picklable, so it can sit in a dask task."""
+
+    function: Dispatch
+    params: dict
+
+    @property
+    def name(self) -> str:
+        return self.function.name
+
+    @property
+    def accepts_out(self) -> bool:
+        return self.function.accepts_out
+
+    def __call__(self, block, out=None):
+        if out is None:
+            return self.function(block, **self.params)
+        return self.function(block, **self.params, out=out)
+
 
 correlate = Dispatch("convolve", "correlate")
 correlate_passes = Dispatch("convolve", "correlate_passes")

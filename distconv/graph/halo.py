@@ -20,6 +20,8 @@ import dask.array as da
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
+from .declared import declare
+
 from ..core.checks import warn_user
 from ..core.tile import Tile
 from .groups import block_locations, empty_like_run, row_runs, run_chunks, run_into
@@ -92,12 +94,14 @@ def _run(func, halo, routes, centre, *sources, **params):
 
 
 def map_halo(x: da.Array, func, depth: tuple, periodic: tuple, name: str, dtype,
-             allow_rechunk: bool = True, per_chunk: tuple | None = None, **params) -> da.Array:
+             allow_rechunk: bool = True, per_chunk: tuple | None = None, made_of: tuple | None = None,
+             **params) -> da.Array:
     """Lazily apply ``func(tile, **params) -> centre-shaped block`` to every chunk of ``x``.
 
     ``per_chunk``: func returns a small array of this shape per chunk instead (counts of a
     fused histogram, say); the result then stacks them, (chunks, *per_chunk), in C order of
-    the chunks, for a tree merge (graph.merge)."""
+    the chunks, for a tree merge (graph.merge). ``made_of`` = (source, step): declared on the
+    result's layer (graph.declared)."""
     depth = tuple((int(lo), int(hi)) for lo, hi in depth)
     x = plan_chunks(x, depth, allow_rechunk)
     nb = x.numblocks
@@ -187,7 +191,7 @@ def map_halo(x: da.Array, func, depth: tuple, periodic: tuple, name: str, dtype,
         layers[halo_name] = MaterializedLayer(halo_tasks, annotations={"priority": CUT_PRIORITY})
         deps[halo_name] = below
         below = below | {halo_name}
-    layers[out_name] = {k: v for k, v in dsk.items() if k[0] == out_name}
+    layers[out_name] = declare({k: v for k, v in dsk.items() if k[0] == out_name}, made_of)
     deps[out_name] = below
     graph = HighLevelGraph(layers, deps)
     meta = x._meta.astype(dtype) if hasattr(x._meta, "astype") else None

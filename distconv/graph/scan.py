@@ -12,13 +12,15 @@ import dask.array as da
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
+from .declared import declare
+
 from .. import backends
 from ..core.arrays import array_module
 from ..core.ops import combine
 from .groups import block_locations, empty_like_run, row_runs, run_chunks, run_into
 
 
-def scan(x: da.Array, op: str, axis: int, exclusive: bool, dtype) -> da.Array:
+def scan(x: da.Array, op: str, axis: int, exclusive: bool, dtype, made_of: tuple | None = None) -> da.Array:
     meta = x._meta.astype(dtype)
     scan_fn = partial(backends.scan, op=op, axis=axis, exclusive=exclusive, dtype=dtype)
     token = tokenize(x, op, axis, exclusive, dtype)
@@ -51,7 +53,7 @@ def scan(x: da.Array, op: str, axis: int, exclusive: bool, dtype) -> da.Array:
     if totals:
         layers[total_name], deps[total_name] = totals, below
         layers[carry_name], deps[carry_name] = carries, {total_name}
-    layers[out_name], deps[out_name] = outs, below | ({carry_name} if totals else set())
+    layers[out_name], deps[out_name] = declare(outs, made_of), below | ({carry_name} if totals else set())
     return da.Array(HighLevelGraph(layers, deps), out_name, chunks, dtype=dtype, meta=meta)
 
 

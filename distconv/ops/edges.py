@@ -4,7 +4,6 @@ Gaussian derivative filters, as one stencil: one halo task per chunk on dask).""
 
 from __future__ import annotations
 
-from functools import partial
 
 import numpy as np
 
@@ -70,7 +69,7 @@ def _over_axes(x, sigma, mode, cval, axes, kwargs, order, combine, name, allow_r
     depths = [passes_depth(passes, x.ndim) for passes, _ in terms]
     depth = tuple((max(d[a][0] for d in depths), max(d[a][1] for d in depths)) for a in range(x.ndim))
     mode = modes[0] if len(set(modes)) == 1 else "mixed"
-    func = partial(backends.correlate_terms, terms=terms, cval=cval, combine=combine, dtype=dtype)
+    func = backends.correlate_terms.bind(terms=terms, cval=cval, combine=combine, dtype=dtype)
     return _filter(x, func, depth, mode, name, allow_rechunk, dtype)
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass, replace
-from functools import partial
 
 import numpy as np
 
@@ -17,6 +16,7 @@ from ..core import checks
 from ..core.arrays import on_data
 from ..core.modes import canonical_mode, one_mode
 from ..core.stencil import Probe, Stencil, chain, mask_depth, passes_depth
+from ..graph.declared import declared
 
 # Consecutive stencils on a dask array fuse when the graph is built: the second one runs on
 # the first one's input with the summed halo, one task per chunk, no intermediate array in the
@@ -47,8 +47,9 @@ def _filter(x, func, depth: tuple, mode, name: str, allow_rechunk: bool, dtype=N
 
 
 def fused_source(data):
-    """(the array a dask stencil result was computed from, the stencil), or None."""
-    return getattr(data, "_distconv_stencil", None) if fusing() else None
+    """(the array a dask stencil result was computed from, the stencil), as its graph layer
+    declares them (graph.declared), or None."""
+    return declared(data, Stencil) if fusing() else None
 
 
 def apply_stencil(data, st: Stencil, allow_rechunk: bool = True, per_chunk=None, out_func=None,
@@ -69,11 +70,8 @@ def apply_stencil(data, st: Stencil, allow_rechunk: bool = True, per_chunk=None,
         func = replace(st.func, bins=bins)
     else:
         func = _Then(st.func, out_func)
-    out = map_halo(source, func, st.depth, st.periodic, st.name,
-                   dtype or st.result_dtype(source.dtype), allow_rechunk, per_chunk=per_chunk)
-    if per_chunk is None:
-        out._distconv_stencil = (source, st)
-    return out
+    return map_halo(source, func, st.depth, st.periodic, st.name, dtype or st.result_dtype(source.dtype),
+                    allow_rechunk, per_chunk=per_chunk, made_of=None if per_chunk else (source, st))
 
 
 def _joined(a: str, b: str) -> str:
@@ -115,11 +113,12 @@ class _Pair:
 
     @classmethod
     def of(cls, f, g) -> "_Pair | None":
-        def keywords(fn, dispatch):
-            ok = isinstance(fn, partial) and fn.func is dispatch and not fn.args
-            return fn.keywords if ok else None
+        """The pair of two declared steps (backends.Call), a correlate_passes then a correlate
+        of one dtype; else None."""
+        def params(step, name):
+            return step.params if isinstance(step, backends.Call) and step.name == name else None
 
-        first, second = keywords(f, backends.correlate_passes), keywords(g, backends.correlate)
+        first, second = params(f, "correlate_passes"), params(g, "correlate")
         if first is None or second is None or first.get("dtype") != second.get("dtype"):
             return None
         return cls(first, second)
@@ -273,7 +272,7 @@ def correlate_nd(x, weights, mode, cval, origin, flip: bool, name: str, allow_re
         w = w[(slice(None, None, -1),) * w.ndim]
         org = tuple(-o - (1 - k % 2) for o, k in zip(org, w.shape))
     depth = mask_depth(w.shape, org)
-    func = partial(backends.correlate, weights=w, mode=mode, cval=cval, origin=org, dtype=dtype)
+    func = backends.correlate.bind(weights=w, mode=mode, cval=cval, origin=org, dtype=dtype)
     return _filter(x, func, depth, mode, name, allow_rechunk, dtype)
 
 
@@ -301,7 +300,7 @@ def passes_filter(x, passes, modes, cval, name, allow_rechunk, dtype=None):
     """1-D masks ``passes`` = [(axis, weights, origin), ...] run in order, each intermediate in
     the result's dtype (scipy's chained 1-D filters); ``modes``: one, or one per axis."""
     modes = one_mode(modes)
-    func = partial(backends.correlate_passes, passes=passes, mode=modes, cval=cval, dtype=dtype)
+    func = backends.correlate_passes.bind(passes=passes, mode=modes, cval=cval, dtype=dtype)
     return _filter(x, func, passes_depth(passes, x.ndim), modes, name, allow_rechunk, dtype)
 
 

@@ -94,10 +94,9 @@ def scan(x, op="add", axis=None, exclusive=False, dtype=None, skipna=False):
         if checks.array_kind(data) == "dask":
             from ..graph.scan import scan as graph_scan
 
-            out = graph_scan(filled, op, ax, exclusive, out_dtype)
-            if axis is not None:  # what dc.to_zarr hands the engine (ops/stores.py)
-                out._distconv_scan = (data, ScanStep(op, ax, exclusive, out_dtype, skip))
-            return out
+            step = ScanStep(op, ax, exclusive, out_dtype, skip)  # what dc.to_zarr hands the engine
+            return graph_scan(filled, op, ax, exclusive, out_dtype,
+                              made_of=(data, step) if axis is not None else None)
         return backends.scan(filled, op, ax, exclusive, out_dtype)
 
     return on_data(x, run)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numbers
 import operator
-from functools import partial
 
 import numpy as np
 
@@ -123,8 +122,8 @@ def uniform(x, size, mode, cval, origin, axes, allow_rechunk, dtype, name="distc
     stencils = []
     for a, k, o in steps:
         depth = tuple(reach(k, o) if b == a else (0, 0) for b in range(x.ndim))
-        total = partial(backends.correlate_passes, passes=[(a, np.ones(k), o)], mode=mode_of(full, a),
-                        cval=cval, dtype=np.float64)
+        total = backends.correlate_passes.bind(passes=[(a, np.ones(k), o)], mode=mode_of(full, a),
+                                               cval=cval, dtype=np.float64)
         stencils.append(Stencil(_Mean(total, k, out), depth, full, name, out))
     st = chain(stencils, name)
     return _filter(x, st.func, st.depth, st.mode, name, allow_rechunk, dtype)

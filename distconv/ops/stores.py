@@ -13,7 +13,9 @@ from ..core import checks
 from ..core.stencil import identity
 from ..engine import ownership, storage
 from ..engine.location import join
+from ..graph.declared import declared
 from .filters import fused_source
+from .scans import ScanStep
 
 
 def to_zarr(x, path: str, *, overwrite: bool = False, client=None) -> dict:
@@ -81,7 +83,7 @@ def engine_chain(data):
     the scan after it or None)), or (why the engine cannot run ``data``, None)."""
     if checks.array_kind(data) != "dask":
         return f"a {checks.array_kind(data)} array, not a lazy one read from Zarr", None
-    data, scan = getattr(data, "_distconv_scan", (data, None))
+    data, scan = declared(data, ScanStep) or (data, None)
     fused = fused_source(data)
     if fused is None and scan is None:
         return "not the result of distconv filters or scans (or distconv.fuse is off)", None
