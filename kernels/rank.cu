@@ -270,15 +270,17 @@ distconv_extremum2d(const __grid_constant__ DcTile src, T *__restrict__ out, i64
 //   data first: a NaN-propagating max of each column, then of the window's three).
 // Threads -> data: 256 threads as DC_MED3_TX x DC_MED3_TY own a TH x TW output tile of one
 //   plane z (blockIdx.x: column tiles, blockIdx.y: row tiles, grid-stride; blockIdx.z: planes);
-//   thread (tx, ty) computes PX = 4 consecutive columns x rows ty*PY .. ty*PY+PY-1, sliding down
+//   thread (tx, ty) computes PX consecutive columns x rows ty*PY .. ty*PY+PY-1, sliding down
 //   its 3 input rows in registers (one new row per output row, read as 16-byte vectors).
 // Shared memory (dynamic): the input tile with its halo, SH = TH+2 rows x SW = TW+4 columns (a
 //   thread's 8-value window: whole vectors), T each; rank.py _median3x3_smem is this formula.
 // Limits: a full 3 x 3 box (rank.py decides); sizes 64-bit.
 #define DC_MED3_TX 16
 #define DC_MED3_TY 16
+#define DC_MED3_PX 4   // output columns per thread
+#define DC_MED3_PY 8   // output rows per thread (8-byte types: half)
 template <typename T> struct DcMed3Shape {
-    static constexpr int PX = 4, PY = sizeof(T) <= 4 ? 8 : 4;  // outputs per thread (8-byte: half the rows)
+    static constexpr int PX = DC_MED3_PX, PY = sizeof(T) <= 4 ? DC_MED3_PY : DC_MED3_PY / 2;
     static constexpr int TW = DC_MED3_TX * PX, TH = DC_MED3_TY * PY, SH = TH + 2, SW = TW + 4;
 };
 

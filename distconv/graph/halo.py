@@ -20,10 +20,9 @@ import dask.array as da
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
-from .declared import declare
-
 from ..core.checks import warn_user
 from ..core.tile import Tile
+from .declared import declare
 from .groups import block_locations, empty_like_run, row_runs, run_chunks, run_into
 
 

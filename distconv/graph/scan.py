@@ -12,11 +12,10 @@ import dask.array as da
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
-from .declared import declare
-
 from .. import backends
 from ..core.arrays import array_module
 from ..core.ops import combine
+from .declared import declare
 from .groups import block_locations, empty_like_run, row_runs, run_chunks, run_into
 
 

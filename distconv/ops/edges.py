@@ -4,7 +4,6 @@ Gaussian derivative filters, as one stencil: one halo task per chunk on dask).""
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from .. import backends

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import guard_memory, loader, sm_count
@@ -24,7 +26,14 @@ def _tensor_cores() -> bool:
     """Does this GPU run distconv_kmeans_assign_tc (TF32 mma.sync: sm_80 on)?"""
     import cupy
 
-    return int(cupy.cuda.Device().compute_capability) >= 80
+    return _capability(cupy.cuda.runtime.getDevice()) >= 80
+
+
+@functools.lru_cache(maxsize=16)
+def _capability(device: int) -> int:
+    import cupy
+
+    return int(cupy.cuda.Device(device).compute_capability)
 
 
 def _assign(Xd, Cd, cnorm, groups=None, counts=None, score=None, tensor_cores=None):

@@ -58,19 +58,19 @@ def _fits(k3, R: int, T) -> bool:
             and R * T.itemsize <= loader.define("DC_RANK_KEEP_BYTES") and smem <= loader.define("DC_RANK_SMEM"))
 
 
-def _median3x3_smem(T) -> int:
-    """distconv_median3x3's shared memory (the kernel header's formula, DcMed3Shape)."""
-    tx, ty = loader.define("DC_MED3_TX"), loader.define("DC_MED3_TY")
-    px, py = 4, (8 if T.itemsize <= 4 else 4)
-    return (ty * py + 2) * (tx * px + 4) * T.itemsize
+def _median3x3_tile(T) -> tuple[int, int, int]:
+    """distconv_median3x3's output tile (rows, columns) and shared memory: its DcMed3Shape, the
+    input tile with a halo row above and below and 4 columns more (whole 16-byte windows)."""
+    py = loader.define("DC_MED3_PY") // (1 if T.itemsize <= 4 else 2)
+    th, tw = loader.define("DC_MED3_TY") * py, loader.define("DC_MED3_TX") * loader.define("DC_MED3_PX")
+    return th, tw, (th + 2) * (tw + 4) * T.itemsize
 
 
 def _launch_median3x3(src, out, out3, offs, mode: int, cval, propagate: bool):
     T = out.dtype
     oD, oH, oW = out3
-    smem = _median3x3_smem(T)
+    th, tw, smem = _median3x3_tile(T)
     tx, ty = loader.define("DC_MED3_TX"), loader.define("DC_MED3_TY")
-    th, tw = ty * (8 if T.itemsize <= 4 else 4), tx * 4
     fn = loader.function("rank", loader.template("distconv_median3x3", ctype(T), propagate), smem)
     grid = (-(-oW // tw), min(-(-oH // th), 65535), min(oD, 65535))
     fn(grid, (tx * ty,), (src, out, *(np.int64(v) for v in out3), *(np.int64(v) for v in offs),
