@@ -62,7 +62,8 @@ def rng(request):
 class Backend:
     """One array kind an op's test runs on: ``to(a)`` turns a numpy input into it (dask: a
     random chunking, thin chunks included; cupy: device memory poisoned first, so an element a
-    kernel fails to write shows up)."""
+    kernel fails to write shows up). Every op family's tests take it: the ``backend`` fixture
+    runs a test on each kind, ``gpu`` on cupy alone."""
 
     def __init__(self, name: str, rng):
         self.name, self.rng = name, rng
@@ -71,7 +72,12 @@ class Backend:
     def gpu(self) -> bool:
         return "cupy" in self.name
 
-    def to(self, a):
+    @property
+    def lazy(self) -> bool:
+        """Whether an op returns a dask array here."""
+        return self.name.startswith("dask")
+
+    def to(self, a, nbytes: int | None = None):
         import numpy as np
 
         if self.gpu:
@@ -79,14 +85,28 @@ class Backend:
 
             from .helpers import poison_gpu_pool
 
-            poison_gpu_pool(max(a.nbytes * 4, 1 << 20))
+            poison_gpu_pool(nbytes or max(a.nbytes * 4, 1 << 20))
             a = cupy.asarray(a)
-        if self.name.startswith("dask"):
+        if self.lazy:
             import dask.array as da
 
             chunks = tuple(int(self.rng.integers(1, s + 1)) for s in np.shape(a))
             return da.from_array(a, chunks=chunks, asarray=False)
         return a
+
+    def run(self, fn, *arrays, nbytes: int | None = None, **kw):
+        """``fn`` on every array turned into this kind (thin random chunks merge with a warning,
+        which is not what these tests check)."""
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fn(*[self.to(a, nbytes) for a in arrays], **kw)
+
+    def both(self, fn, *arrays, nbytes: int | None = None, **kw):
+        """(``fn`` on this kind, ``fn`` on the numpy arrays themselves): the numpy path is the
+        reference a GPU or chunked path must equal."""
+        return self.run(fn, *arrays, nbytes=nbytes, **kw), fn(*arrays, **kw)
 
 
 @pytest.fixture(params=["numpy", "dask", pytest.param("cupy", marks=pytest.mark.gpu),
@@ -94,3 +114,9 @@ class Backend:
 def backend(request, rng):
     """Runs a test on numpy, dask, and where a GPU is present cupy and dask-of-cupy arrays."""
     return Backend(request.param, rng)
+
+
+@pytest.fixture
+def gpu(rng):
+    """The cupy kind alone, for the GPU paths' own tests (tests/gpu)."""
+    return Backend("cupy", rng)

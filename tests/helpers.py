@@ -48,20 +48,6 @@ def count_calls(monkeypatch, module, name: str) -> list:
     return seen
 
 
-def on_gpu(fn, a, *args, **kw):
-    """fn of ``a`` moved to the GPU (its memory pool poisoned first), as a host array."""
-    import cupy
-
-    poison_gpu_pool(a.nbytes * 8)
-    return cupy.asnumpy(fn(cupy.asarray(a), *args, **kw))
-
-
-def to_gpu(a):
-    import cupy
-
-    return cupy.asarray(a)
-
-
 def chunking_case(data, sizes=(3, 14)):
     """A hypothesis draw for chunking-invariance tests: (shape, chunks, boundary mode, rng)."""
     from hypothesis import strategies as st

@@ -24,17 +24,9 @@ def cp():
     return cupy
 
 
-def both(cp, fn, *arrays, nbytes=None, **kw):
-    """(gpu result on host, numpy result) of fn on the same inputs; GPU memory poisoned first."""
-    poison_gpu_pool(nbytes or sum(a.nbytes for a in arrays) * 2)
-    got = fn(*[cp.asarray(a) for a in arrays], **kw)
-    ref = fn(*arrays, **kw)
-    return got, ref
-
-
 @pytest.mark.parametrize("ndim", [1, 2, 3])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.uint8, np.int32])
-def test_correlate_convolve_every_mode_origin_parity(cp, rng, ndim, dtype):
+def test_correlate_convolve_every_mode_origin_parity(gpu, rng, ndim, dtype):
     shape = {1: (1031,), 2: (67, 133), 3: (13, 21, 35)}[ndim]
     a = (rng.standard_normal(shape) * 50).astype(dtype)
     for mode in MODES:
@@ -42,24 +34,24 @@ def test_correlate_convolve_every_mode_origin_parity(cp, rng, ndim, dtype):
             w = rng.standard_normal(tuple(int(k) for k in rng.integers(1, 6, ndim)))
             origin = tuple(int(rng.integers(-(k // 2), (k - 1) // 2 + 1)) for k in w.shape)
             for op in ("correlate", "convolve"):
-                got, ref = both(cp, getattr(dc, op), a, weights=w, mode=mode, cval=1.25, origin=origin)
+                got, ref = gpu.both(getattr(dc, op), a, weights=w, mode=mode, cval=1.25, origin=origin)
                 assert_matches(got, ref, dtype=np.float32 if dtype == np.float32 else None)
 
 
-def test_tiled_and_direct_kernels_big_masks(cp, rng):
+def test_tiled_and_direct_kernels_big_masks(gpu, rng):
     a = rng.standard_normal((150, 170)).astype(np.float32)
     for k in [(32, 32), (1, 31), (31, 1), (33, 3), (45, 45), (17, 2)]:
         w = rng.standard_normal(k)
-        got, ref = both(cp, dc.correlate, a, weights=w, mode="mirror")
+        got, ref = gpu.both(dc.correlate, a, weights=w, mode="mirror")
         assert_matches(got, ref, scale=np.abs(ref).max())
     w3 = rng.standard_normal((11, 11, 11))  # over the constant-memory slots: global mask
     a3 = rng.standard_normal((20, 30, 40))
-    got, ref = both(cp, dc.correlate, a3, weights=w3, mode="wrap")
+    got, ref = gpu.both(dc.correlate, a3, weights=w3, mode="wrap")
     assert_matches(got, ref)
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_3d_masks_sliding_along_z(cp, rng, mode, monkeypatch):
+def test_3d_masks_sliding_along_z(cp, gpu, rng, mode, monkeypatch):
     """3-D masks run by the sliding kernel (each plane staged once): numpy's result, every
     mode, runs of planes that end mid-array, halo pieces along z; and bit for bit the tiled
     kernel's result (the same order of taps)."""
@@ -73,7 +65,7 @@ def test_3d_masks_sliding_along_z(cp, rng, mode, monkeypatch):
         a = (rng.standard_normal(shape) * 10).astype(dtype)
         w = rng.standard_normal(k)
         origin = tuple(int(rng.integers(-(n // 2), (n - 1) // 2 + 1)) for n in k)
-        got, ref = both(cp, dc.correlate, a, weights=w, mode=mode, cval=-0.75, origin=origin)
+        got, ref = gpu.both(dc.correlate, a, weights=w, mode=mode, cval=-0.75, origin=origin)
         assert_matches(got, ref, scale=np.abs(ref).max())
         with monkeypatch.context() as m:
             m.setattr(convolve, "slides", lambda *args: False)
@@ -90,7 +82,7 @@ def test_3d_masks_sliding_along_z(cp, rng, mode, monkeypatch):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_median_of_full_boxes_by_forgetful_selection(cp, rng, mode, monkeypatch):
+def test_median_of_full_boxes_by_forgetful_selection(cp, gpu, rng, mode, monkeypatch):
     """Full boxes of up to 27 values take the forgetful-selection median: scipy's result on
     finite data; with NaN and infinities, the same pick as the kept-R insert path."""
     from distconv.backends.cuda import rank as rank_kernels
@@ -101,7 +93,7 @@ def test_median_of_full_boxes_by_forgetful_selection(cp, rng, mode, monkeypatch)
                                (np.int32, 5, (33, 41)), (np.uint8, (1, 3, 3), (5, 30, 31)),
                                (np.float32, (3, 1, 5), (7, 9, 33))]:
         a = (rng.standard_normal(shape) * 100).astype(dtype)
-        got, ref = both(cp, dc.median_filter, a, size=size, mode=mode, cval=1.5)
+        got, ref = gpu.both(dc.median_filter, a, size=size, mode=mode, cval=1.5)
         assert_matches(got, ref)
         if a.dtype.kind != "f":
             continue
@@ -116,7 +108,7 @@ def test_median_of_full_boxes_by_forgetful_selection(cp, rng, mode, monkeypatch)
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_median_3x3_propagates_nan_as_the_numpy_path(cp, rng, mode):
+def test_median_3x3_propagates_nan_as_the_numpy_path(gpu, rng, mode):
     """The 3 x 3 median's kernel marks windows holding NaN itself (nan_policy propagate without
     a screen of the data); other 9-value boxes that ask the backend the same way get the mark
     from the NaN indicator's window maximum. Both as the numpy path, NaN cval included."""
@@ -127,25 +119,25 @@ def test_median_3x3_propagates_nan_as_the_numpy_path(cp, rng, mode):
         for value, share in ((np.nan, 0.04), (np.inf, 0.02), (-np.inf, 0.02)):
             a[rng.random(shape) < share] = value
         for cval in (1.5, np.nan):
-            got, ref = both(cp, dc.median_filter, a, size=size, mode=mode, cval=cval)
+            got, ref = gpu.both(dc.median_filter, a, size=size, mode=mode, cval=cval)
             np.testing.assert_array_equal(got.get(), ref)
-        got, ref = both(cp, dc.median_filter, np.where(np.isnan(a), 0, a), size=size, mode=mode)
+        got, ref = gpu.both(dc.median_filter, np.where(np.isnan(a), 0, a), size=size, mode=mode)
         np.testing.assert_array_equal(got.get(), ref)
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_1d_gaussian_and_derivatives(cp, rng, mode):
+def test_1d_gaussian_and_derivatives(gpu, rng, mode):
     a = rng.standard_normal((37, 45, 29)).astype(np.float32)
     for axis in (0, 1, 2):
         w = rng.standard_normal(9)
-        got, ref = both(cp, dc.correlate1d, a, weights=w, axis=axis, mode=mode, origin=-2)
+        got, ref = gpu.both(dc.correlate1d, a, weights=w, axis=axis, mode=mode, origin=-2)
         assert_matches(got, ref)
-        got, ref = both(cp, dc.derivative, a, axis=axis, accuracy=8, mode=mode)
+        got, ref = gpu.both(dc.derivative, a, axis=axis, accuracy=8, mode=mode)
         assert_matches(got, ref, scale=np.abs(ref).max())
-    got, ref = both(cp, dc.gaussian_filter, a, sigma=(1.0, 2.0, 0.5), mode=mode, cval=0.3)
+    got, ref = gpu.both(dc.gaussian_filter, a, sigma=(1.0, 2.0, 0.5), mode=mode, cval=0.3)
     assert_matches(got, ref)
     b = rng.integers(0, 255, (40, 50)).astype(np.uint8)
-    got, ref = both(cp, dc.gaussian_filter, b, sigma=2.0, mode=mode)
+    got, ref = gpu.both(dc.gaussian_filter, b, sigma=2.0, mode=mode)
     np.testing.assert_array_less(np.abs(got.get().astype(int) - ref.astype(int)), 2)  # float32 vs float64 rounding at .5
 
 
@@ -167,13 +159,13 @@ def test_halo_tiles_on_gpu_match_numpy(cp, rng):
 
 @pytest.mark.parametrize("op", ["add", "mul", "min", "max"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.uint32, np.bool_, np.uint8])
-def test_scans(cp, rng, op, dtype):
+def test_scans(cp, gpu, rng, op, dtype):
     from ..test_scan import reference, sample
 
     a = sample(rng, (33, 5000), dtype, op) if op != "mul" else sample(rng, (33, 301), dtype, op)
     for axis in (0, 1, None):
         for exclusive in (False, True):
-            got, ref = both(cp, dc.scan, a, op=op, axis=axis, exclusive=exclusive)
+            got, ref = gpu.both(dc.scan, a, op=op, axis=axis, exclusive=exclusive)
             assert_matches(got, reference(a, op, axis, exclusive))
     long = sample(rng, (3 * 4096 * 16 + 77,), dtype, op)
     if op == "add":
@@ -221,12 +213,12 @@ def test_row_scans_over_hundreds_of_tiles(cp, rng):
 
 @pytest.mark.parametrize("name", ["sum", "prod", "min", "max", "mean"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint8, np.bool_])
-def test_reductions(cp, rng, name, dtype):
+def test_reductions(cp, gpu, rng, name, dtype):
     from ..test_scan import sample
 
     a = sample(rng, (37, 129, 7), dtype, "mul" if name == "prod" else "add")
     for axis in (None, 0, 1, 2, (0, 2)):
-        got, ref = both(cp, getattr(dc, name), a, axis=axis)
+        got, ref = gpu.both(getattr(dc, name), a, axis=axis)
         assert_matches(np.asarray(got.get()), np.asarray(ref))
     big = rng.standard_normal(2**22 + 3).astype(np.float32)
     assert_matches(np.asarray(dc.max(cp.asarray(big)).get()), np.asarray(big.max()))
@@ -248,26 +240,26 @@ def test_reductions_of_views_that_start_mid_vector(cp, rng, dtype):
             assert_matches(np.asarray(got.get()), np.asarray(ref), scale=scale)
 
 
-def test_histograms(cp, rng):
+def test_histograms(gpu, rng):
     for dtype in (np.float32, np.float64, np.uint8):
         a = (rng.standard_normal(200_003) * 60).astype(dtype)
         for bins, rng_ in [(256, None), (65536, (-100, 100)), (np.sort(rng.uniform(-80, 80, 40)), None)]:
-            (got, ge), (ref, re) = both(cp, dc.histogram, a, bins=bins, range=rng_)
+            (got, ge), (ref, re) = gpu.both(dc.histogram, a, bins=bins, range=rng_)
             np.testing.assert_array_equal(got.get(), ref)
             np.testing.assert_array_equal(ge, re)
     w = rng.random(200_003)
-    (got, _), (ref, _) = both(cp, lambda x, wt: dc.histogram(x, bins=100, weights=wt), a.astype(np.float32), w)
+    (got, _), (ref, _) = gpu.both(lambda x, wt: dc.histogram(x, bins=100, weights=wt), a.astype(np.float32), w)
     np.testing.assert_allclose(got.get(), ref, rtol=1e-9)
     b = rng.integers(0, 3000, 100_000)
-    got, ref = both(cp, dc.bincount, b, minlength=3500)
+    got, ref = gpu.both(dc.bincount, b, minlength=3500)
     np.testing.assert_array_equal(got.get(), ref)
     x, y = rng.standard_normal(50_000), rng.standard_normal(50_000)
-    (g, _, _), (r, _, _) = both(cp, dc.histogram2d, x, y, bins=(17, 23))
+    (g, _, _), (r, _, _) = gpu.both(dc.histogram2d, x, y, bins=(17, 23))
     np.testing.assert_array_equal(g.get(), r)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_histogram_values_on_and_beside_the_edges(cp, rng, dtype):
+def test_histogram_values_on_and_beside_the_edges(gpu, rng, dtype):
     """Uniform bins trust (v - lo) * scale only away from the edges: values exactly on them, one
     ulp either side, and ranges whose edges sit off the ideal grid (far from zero) must land
     where numpy puts them."""
@@ -279,7 +271,7 @@ def test_histogram_values_on_and_beside_the_edges(cp, rng, dtype):
         near = near[(near == 0) | (np.abs(near) >= np.finfo(dtype).tiny)]
         a = np.concatenate([a, near, [np.nan] if rng_ else []]).astype(dtype)  # numpy refuses NaN without range
         rng.shuffle(a)
-        (got, ge), (ref, re) = both(cp, dc.histogram, a, bins=bins, range=rng_)
+        (got, ge), (ref, re) = gpu.both(dc.histogram, a, bins=bins, range=rng_)
         np.testing.assert_array_equal(got.get(), ref)
         np.testing.assert_array_equal(ge, re)
 
@@ -403,16 +395,16 @@ def test_kmeans_fit_on_gpu_matches_numpy(cp, rng):
     np.testing.assert_allclose(km.cluster_centers_, numpy_lloyd(X.astype(np.float64), C0, 4), rtol=1e-4, atol=1e-4)
 
 
-def test_transpose(cp, rng):
+def test_transpose(gpu, rng):
     for shape, axes in [((1023, 777), None), ((5, 33, 65), (0, 2, 1)), ((7, 9, 11), (2, 0, 1)), ((4, 5, 6, 7), (3, 1, 0, 2))]:
         a = rng.standard_normal(shape).astype(np.float32)
-        got, ref = both(cp, dc.transpose, a, axes=axes)
+        got, ref = gpu.both(dc.transpose, a, axes=axes)
         np.testing.assert_array_equal(got.get(), ref)
     # every element size; tiles whole, cut along one side, cut along both, one element wide
     for dtype in (np.uint8, np.int16, np.float32, np.float64):
         for shape in [(3, 128, 192), (2, 130, 4099), (1, 64, 1), (1, 1, 200), (1, 65, 63)]:
             a = (rng.standard_normal(shape) * 100).astype(dtype)
-            got, ref = both(cp, dc.transpose, a, axes=(0, 2, 1))
+            got, ref = gpu.both(dc.transpose, a, axes=(0, 2, 1))
             np.testing.assert_array_equal(got.get(), ref)
 
 
@@ -439,12 +431,12 @@ def test_out_of_memory_is_a_clear_error(cp):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_fused_separable_gaussian_2d(cp, rng, mode):
+def test_fused_separable_gaussian_2d(cp, gpu, rng, mode):
     """Two passes over (y, x) run as one fused kernel; it must equal scipy's chained passes."""
     for dtype in (np.float32, np.float64):
         a = rng.standard_normal((131, 203)).astype(dtype)
         for sigma, order in [(2.0, 0), ((1.0, 3.5), 0), (1.5, (0, 1)), (0.6, 0)]:
-            got, ref = both(cp, dc.gaussian_filter, a, sigma=sigma, order=order, mode=mode, cval=0.7)
+            got, ref = gpu.both(dc.gaussian_filter, a, sigma=sigma, order=order, mode=mode, cval=0.7)
             assert_matches(got, ref, scale=np.abs(ref).max())
     x = da.from_array(cp.asarray(a), chunks=(40, 70))
     with dask.config.set(scheduler="threads"):

@@ -11,7 +11,7 @@ import scipy.ndimage as ndi
 
 import distconv as dc
 
-from ..helpers import assert_matches, count_calls, on_gpu, poison_gpu_pool
+from ..helpers import assert_matches, count_calls, host, poison_gpu_pool
 
 pytestmark = pytest.mark.gpu
 MODES = ["reflect", "nearest", "mirror", "wrap", "constant"]
@@ -28,21 +28,21 @@ def launches(monkeypatch):
 
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("mode", MODES)
-def test_fused_terms_match_scipy(rng, launches, name, mode):
+def test_fused_terms_match_scipy(gpu, rng, launches, name, mode):
     fn, ref_fn = getattr(dc, name), getattr(ndi, name)
     for shape, sigma in (((131, 203), 2.0), ((70, 9), (0.8, 2.0)), ((257, 64), 1.0), ((5, 400), 3.0)):
         a = rng.standard_normal(shape).astype(np.float32)
-        assert_matches(on_gpu(fn, a, sigma, mode=mode), ref_fn(a, sigma, mode=mode))
+        assert_matches(host(gpu.run(fn, a, sigma=sigma, mode=mode)), ref_fn(a, sigma, mode=mode))
     assert len(launches) == 4
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_fused_terms_of_3d_planes_and_of_chunks(rng, launches, name):
+def test_fused_terms_of_3d_planes_and_of_chunks(gpu, rng, launches, name):
     import cupy
 
     fn, ref_fn = getattr(dc, name), getattr(ndi, name)
     a = rng.standard_normal((6, 90, 77)).astype(np.float32)
-    assert_matches(on_gpu(fn, a, 1.5, axes=(1, 2)), ref_fn(a, 1.5, axes=(1, 2)))
+    assert_matches(host(gpu.run(fn, a, sigma=1.5, axes=(1, 2))), ref_fn(a, 1.5, axes=(1, 2)))
     # scipy's gradient magnitude smooths axis 0 too: three passes per term, not the kernel's two
     assert len(launches) == (name == "gaussian_laplace")
     poison_gpu_pool(a.nbytes * 8)
@@ -53,13 +53,13 @@ def test_fused_terms_of_3d_planes_and_of_chunks(rng, launches, name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_what_the_kernel_cannot_take_runs_the_passes(rng, launches, name):
+def test_what_the_kernel_cannot_take_runs_the_passes(gpu, rng, launches, name):
     fn, ref_fn = getattr(dc, name), getattr(ndi, name)
     a = rng.standard_normal((40, 33)).astype(np.float32)
-    assert_matches(on_gpu(fn, a, 1.0, mode="constant", cval=0.5), ref_fn(a, 1.0, mode="constant", cval=0.5))
-    assert_matches(on_gpu(fn, a, 1.0, mode=["reflect", "nearest"]), ref_fn(a, 1.0, mode=["reflect", "nearest"]))
+    assert_matches(host(gpu.run(fn, a, sigma=1.0, mode="constant", cval=0.5)), ref_fn(a, 1.0, mode="constant", cval=0.5))
+    assert_matches(host(gpu.run(fn, a, sigma=1.0, mode=["reflect", "nearest"])), ref_fn(a, 1.0, mode=["reflect", "nearest"]))
     b = rng.standard_normal((12, 13, 14)).astype(np.float32)
-    assert_matches(on_gpu(fn, b, 1.0), ref_fn(b, 1.0))
+    assert_matches(host(gpu.run(fn, b, sigma=1.0)), ref_fn(b, 1.0))
     c = a.astype(np.float64)
-    assert_matches(on_gpu(fn, c, 1.0), ref_fn(c, 1.0))
+    assert_matches(host(gpu.run(fn, c, sigma=1.0)), ref_fn(c, 1.0))
     assert not launches

@@ -63,11 +63,15 @@ def resident_blocks(fn, block: int, shared_bytes: int = 0) -> int:
 
 
 def target(out, shape, dtype):
-    """Where a kernel writes its result: ``out`` when it fits as it is (shape, dtype, C order),
-    else a new array."""
+    """Where a kernel writes its result: ``out`` when it fits as it is (shape, dtype, C order,
+    16-byte aligned), else a new array. The kernels store rows as 16-byte vectors (common.cuh
+    dc_store4) where the row length allows; an ``out`` that is a slice of a larger block at
+    another offset (graph/groups.py writes a run of chunks into row slices of one block)
+    would fault there."""
     import cupy
 
-    if out is not None and out.shape == tuple(shape) and out.dtype == dtype and out.flags.c_contiguous:
+    if out is not None and out.shape == tuple(shape) and out.dtype == dtype and out.flags.c_contiguous \
+            and out.data.ptr % 16 == 0:
         return out
     return cupy.empty(tuple(shape), dtype=dtype)
 
