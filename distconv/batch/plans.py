@@ -73,8 +73,7 @@ class Direct:
         self.bytes_in = (self.shape[0] - (0 if rereads else skipped_rows)) * self._row_in
         self.bytes_out = (self.shape[0] - skipped_rows) * self._row_out
         self.skipped = skipped_rows * self._row_out
-        workers = sorted(client.scheduler_info()["workers"]) if client is not None else None
-        return list(engine.graph(job, job.name, workers))
+        return list(engine.graph(job, job.name, engine.workers(client)))
 
     def histogram(self, results, client):
         if self.edges is None:

@@ -4,6 +4,7 @@ accessor's ``to_zarr``).
 
 - plan.py: the job (its blocks, the output's layout, which blocks run in this run)
 - job.py: a block's task and the dask graph of a job's blocks
+- placement.py: which worker runs which blocks, and a block whose worker died runs elsewhere
 - read.py, write.py: a block's read stage and the output it writes into
 - slots.py, config.py: who runs when in a worker, and the dask config keys it reads
 - prewarm.py: a GPU worker's one-time costs (page-locked staging, nvCOMP's first calls) at its start
@@ -15,10 +16,11 @@ accessor's ``to_zarr``).
 
 from .config import batch_bytes, device_blocks, held_bytes, io_slots, open_with_settings, prewarm_enabled, zarr_settings
 from .job import graph, run_block
+from .placement import workers
 from .plan import Job, block_mark, plan
 from .slots import local_blocks
 from .write import create_output, shard_shape
 
 __all__ = ["Job", "batch_bytes", "block_mark", "create_output", "device_blocks", "graph", "held_bytes",
            "io_slots", "local_blocks", "open_with_settings", "plan", "prewarm_enabled", "run_block", "shard_shape",
-           "zarr_settings"]
+           "workers", "zarr_settings"]

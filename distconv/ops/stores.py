@@ -123,8 +123,9 @@ def _client(client):
 
 
 def _workers(client):
-    client = _client(client)
-    return sorted(client.scheduler_info()["workers"]) if client is not None else None
+    from .. import engine
+
+    return engine.workers(_client(client))
 
 
 def _gpu(client) -> bool:
