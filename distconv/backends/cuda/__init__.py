@@ -39,18 +39,40 @@ def device_constant(host: np.ndarray):
     return _on_device(cupy.cuda.runtime.getDevice(), host.tobytes(), host.dtype.str, host.shape)
 
 
-@functools.lru_cache(maxsize=16)
-def _sm_count(device: int) -> int:
+@functools.lru_cache(maxsize=64)
+def _attribute(device: int, attr: int) -> int:
     import cupy
 
-    return cupy.cuda.runtime.deviceGetAttribute(cupy.cuda.runtime.cudaDevAttrMultiProcessorCount, device)
+    return cupy.cuda.runtime.deviceGetAttribute(attr, device)
+
+
+def device_attribute(name: str) -> int:
+    """``cudaDevAttr<name>`` of the current device, cached per device: launchers size grids
+    and pick kernels from these on every call."""
+    import cupy
+
+    runtime = cupy.cuda.runtime
+    return _attribute(runtime.getDevice(), getattr(runtime, f"cudaDevAttr{name}"))
 
 
 def sm_count() -> int:
-    """Multiprocessors of the current device (cached: grids are sized from it on every launch)."""
+    """Multiprocessors of the current device."""
+    return device_attribute("MultiProcessorCount")
+
+
+@functools.lru_cache(maxsize=16)
+def _capability(device: int) -> int:
     import cupy
 
-    return _sm_count(cupy.cuda.runtime.getDevice())
+    return int(cupy.cuda.Device(device).compute_capability)
+
+
+def compute_capability() -> int:
+    """The current device's compute capability as one number (90 for sm_90), cached per device
+    (cupy's runtime module names no attribute for it)."""
+    import cupy
+
+    return _capability(cupy.cuda.runtime.getDevice())
 
 
 def resident_blocks(fn, block: int, shared_bytes: int = 0) -> int:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import device_constant, guard_memory, loader, resident_blocks
+from . import device_attribute, device_constant, guard_memory, loader, resident_blocks
 from .types import ctype
 
 SMEM_BUDGET = 96 * 1024   # privatized copies live here; above it the global-atomic path runs
@@ -66,7 +66,7 @@ def _launch(x, edges_dev, E, nbins, binning, lo, scale, slack, weights):
     copies = int(max(1, min(MAX_COPIES, (SMEM_BUDGET - edge_bytes) // per_copy))) if per_copy else 1
     smem_ok = edge_bytes + per_copy <= SMEM_BUDGET
     smem = edge_bytes + copies * per_copy if smem_ok else 0
-    if not weighted and not smem_ok and _packed_bytes(nbins) <= _smem_optin():
+    if not weighted and not smem_ok and _packed_bytes(nbins) <= device_attribute("MaxSharedMemoryPerBlockOptin"):
         return _launch_packed(x, edges_dev, E, nbins, binning, lo, scale, slack)
     name = loader.template("distconv_histogram", ctype(x.dtype), ctype(E), binning, weighted, wtype, smem_ok)
     fn = loader.function("histogram", name, smem)
@@ -80,14 +80,6 @@ def _launch(x, edges_dev, E, nbins, binning, lo, scale, slack, weights):
 def _packed_bytes(nbins: int) -> int:
     """Shared memory of distconv_histogram_packed: two 16-bit counters per word, bins and spare."""
     return (nbins + 2) // 2 * 4
-
-
-def _smem_optin() -> int:
-    """The most dynamic shared memory one block of this device may ask for."""
-    import cupy
-
-    return cupy.cuda.runtime.deviceGetAttribute(cupy.cuda.runtime.cudaDevAttrMaxSharedMemoryPerBlockOptin,
-                                                cupy.cuda.runtime.getDevice())
 
 
 def _launch_packed(x, edges_dev, E, nbins, binning, lo, scale, slack):

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from . import guard_memory, loader, sm_count
+from . import compute_capability, guard_memory, loader, sm_count
 
 SMEM_ACCUMULATE = 96 * 1024
 
@@ -24,16 +22,7 @@ def _prepare(X, C):
 
 def _tensor_cores() -> bool:
     """Does this GPU run distconv_kmeans_assign_tc (TF32 mma.sync: sm_80 on)?"""
-    import cupy
-
-    return _capability(cupy.cuda.runtime.getDevice()) >= 80
-
-
-@functools.lru_cache(maxsize=16)
-def _capability(device: int) -> int:
-    import cupy
-
-    return int(cupy.cuda.Device(device).compute_capability)
+    return compute_capability() >= 80
 
 
 def _assign(Xd, Cd, cnorm, groups=None, counts=None, score=None, tensor_cores=None):
