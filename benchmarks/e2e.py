@@ -340,7 +340,9 @@ def main():
             "vs_copy_floor": cp and round(cp * work / nbytes / s["seconds"], 2),
             "io_slots": os.environ.get("DASK_DISTCONV__IO_SLOTS", "default"),
             "stage_seconds": s.get("stage_seconds"), "step_seconds": s.get("step_seconds"),
-            "path": s.get("path"), "why_general": s.get("why_general"), "checked": bool(s["checked"])}
+            "path": s.get("path"), "why_general": s.get("why_general"),
+            "handed_off": bool(s.get("handed_off")),  # run by a kept cluster's warm process
+            "checked": bool(s["checked"])}
         if key in ("cumsum0", "region", "kept", "wrap") and "a" in results:
             row["vs_conv5"] = round(gbps / (nbytes / results["a"]["seconds"] / 1e9), 2)
         if key == "cpu":

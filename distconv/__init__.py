@@ -1,16 +1,70 @@
 """distconv: convolution, stencils, scans, reductions, histograms and k-means over large
 N-D arrays (numpy, cupy, dask, xarray), on every GPU of a node.
 
-Importing distconv never imports cupy and never touches a GPU.
+Importing distconv never imports cupy and never touches a GPU. It imports none of dask.array,
+xarray or zarr either: the ops load on first use (``dc.gaussian_filter`` and the others,
+``dc.to_zarr``), and the ``.distconv`` accessor is registered as soon as xarray is imported,
+before or after distconv. So a `distconv run` handed to the process kept warm beside a running
+cluster (distconv/handoff.py) starts in a fraction of a second.
 """
 
-from .ops.registry import OPS as _OPS
+import importlib
+import sys
 
-globals().update({_name: _op.func for _name, _op in _OPS.items()})
-__all__ = [*_OPS, "cluster", "to_zarr"]
-
-from . import xarray as _xarray_accessor  # noqa: E402,F401  (registers .distconv)
-from .cluster import cluster  # noqa: E402,F401  (the function; the module stays importable)
-from .ops.stores import to_zarr  # noqa: E402,F401  (Zarr out through the engine)
+from .cluster import cluster  # noqa: F401  (the function; it shadows the module's attribute)
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """The public ops of the registry and ``to_zarr``, imported on first use."""
+    if name.startswith("__") and name != "__all__":
+        raise AttributeError(name)
+    from .ops.registry import OPS
+
+    if name == "__all__":
+        return ["cluster", "to_zarr", *OPS]
+    if name == "to_zarr":
+        from .ops.stores import to_zarr as found
+    elif name in OPS:
+        found = OPS[name].func
+    else:
+        raise AttributeError(f"module 'distconv' has no attribute {name!r}")
+    globals()[name] = found
+    return found
+
+
+def __dir__():
+    return sorted({*globals(), *__getattr__("__all__")})
+
+
+class _AccessorOnXarrayImport:
+    """A finder ahead of the others that, the first time xarray is imported, registers the
+    accessor right after xarray's own module has run (distconv/xarray.py imports nothing else,
+    so this is safe inside any import that pulls xarray in, dask.array's included)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "xarray":
+            return None
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:  # another thread's import of xarray took it first
+            return None
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            run = spec.loader.exec_module
+
+            def exec_module(module):
+                run(module)
+                importlib.import_module(f"{__name__}.xarray")
+
+            spec.loader.exec_module = exec_module
+        return spec
+
+
+if "xarray" in sys.modules:
+    from . import xarray as _xarray_accessor  # noqa: F401  (registers .distconv)
+else:
+    import importlib.util
+
+    sys.meta_path.insert(0, _AccessorOnXarrayImport())

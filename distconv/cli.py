@@ -46,6 +46,15 @@ def info(cluster_path):
               "for several workflows)")
 def run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path):
     """Run batch workflows, in turn, on one cluster (started once for all of them)."""
+    from . import handoff
+
+    # a kept cluster's warm process runs it when there is one for this cluster config
+    args = ["run", *workflow_paths, *(["--cluster", cluster_path] if cluster_path else []),
+            *(["--overwrite"] if overwrite else []), *(["--resume"] if resume else []),
+            *(["--no-progress"] if no_progress else []), *(["--json", json_path] if json_path else [])]
+    code = handoff.forward(args, cluster_path, _process_start())
+    if code is not None:
+        sys.exit(code)
     current = [workflow_paths[0]]
     try:
         _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, current)
@@ -57,9 +66,10 @@ def _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path
     import json
     import time
 
+    from . import handoff
     from .cluster import cluster, load_config, warm_workers
 
-    started = _process_start()
+    started = handoff.handed_start() or _process_start()
     warm_workers(cluster_path)  # the workers' imports run beside this process's and the check
     from . import batch as workflow
 
@@ -131,6 +141,10 @@ def _timings(summary: dict, started: float, checked: float, cluster_up: float):
             ("checked", checked), ("cluster_up", cluster_up), ("submitted", submitted),
             ("first_task", first)) if v is not None}
     summary["wall_s"] = round(time.time() - started, 2)
+    from . import handoff
+
+    if handoff.handed_start() is not None:
+        summary["handed_off"] = True  # run by the kept cluster's warm process (distconv/handoff.py)
 
 
 def _interrupted(workflow_path):
@@ -200,9 +214,20 @@ def time_since(t: float) -> str:
 
 
 def _process_start() -> float:
-    """When this process started (epoch seconds): start-up is counted from there."""
+    """When this process started (epoch seconds): start-up is counted from there. Linux gives
+    the start in clock ticks since boot, read here against the boot-time clock (psutil adds the
+    boot time, whole seconds in /proc/stat: its start was up to a second early, and start-up
+    read up to a second long on some nodes)."""
+    import os
     import time
 
+    try:
+        with open("/proc/self/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+        return time.time() - age
+    except (OSError, ValueError, IndexError, AttributeError):
+        pass
     try:
         import psutil
 

@@ -134,19 +134,40 @@ def serve(cfg: dict, path: str):
 
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    server = _start_handoff(path)  # its imports run while the cluster starts
     warm = warm_workers(cfg)
     with dask.config.set({START_METHOD_KEY: "forkserver"}) if warm else contextlib.nullcontext():
         owned = make_cluster(cfg)
     with Client(owned) as client:
         doc = {"address": owned.scheduler_address, "dashboard": dashboard_link(client, cfg),
-               "pid": os.getpid(), "config": cfg, "started_at": time.time()}
+               "pid": os.getpid(), "config": cfg, "started_at": time.time(), **(server[1] if server else {})}
     tmp = Path(path).with_suffix(".tmp")
     tmp.write_text(json.dumps(doc))
     tmp.replace(path)  # whole or absent: start() reads it
     while not stopping.wait(0.5):
         pass
+    if server:
+        server[0].terminate()
     owned.close(timeout=10)
     Path(path).unlink(missing_ok=True)
+
+
+def _start_handoff(path: str):
+    """The warm process that runs `distconv run`s handed to this cluster (distconv/handoff.py):
+    (its process, what the record says of it), or None where runs cannot be handed over."""
+    import tempfile
+
+    from . import handoff
+
+    if not handoff.supported():
+        return None
+    sock = str(Path(path).with_suffix(".sock"))
+    if len(sock.encode()) > 100:  # a Unix socket's path is limited to 107 bytes
+        sock = os.path.join(tempfile.gettempdir(), f"distconv-{os.getuid()}-{os.getpid()}.sock")
+    # one thread per math library: the server forks its children, which run no math
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "distconv.handoff", sock], stdin=subprocess.DEVNULL, env=env)
+    return proc, {"handoff": sock, "handoff_identity": handoff.identity()}
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
-"""The ``.distconv`` accessor on xarray DataArray and Dataset (registered on import).
+"""The ``.distconv`` accessor on xarray DataArray and Dataset (registered when xarray is
+imported: distconv/__init__.py).
 
 Every op of the registry with a named form takes dimension names instead of axes and keeps
 dims, coords, attrs and name (ops/named.py). Dataset methods apply to each data variable that
-has the dims and pass the others through unchanged.
+has the dims and pass the others through unchanged. This module imports only xarray: the
+methods are attached from the registry when an accessor is first made, so registering it costs
+nothing of dask's or the ops' imports.
 """
 
 from __future__ import annotations
@@ -11,14 +14,12 @@ import functools
 
 import xarray as xr
 
-from .ops import named, stores
-from .ops.registry import OPS
-
 
 @xr.register_dataarray_accessor("distconv")
 class DataArrayAccessor:
     def __init__(self, obj: xr.DataArray):
         self._obj = obj
+        _attach_methods()
 
 
 @xr.register_dataset_accessor("distconv")
@@ -27,6 +28,7 @@ class DatasetAccessor:
 
     def __init__(self, obj: xr.Dataset):
         self._obj = obj
+        _attach_methods()
 
 
 def _array_method(func):
@@ -38,6 +40,8 @@ def _array_method(func):
 
 
 def _dataset_method(func):
+    from .ops import named
+
     @functools.wraps(func)
     def method(self, *args, **kwargs):
         return named.on_dataset(self._obj, func, *args, **kwargs)
@@ -47,12 +51,20 @@ def _dataset_method(func):
 
 def _to_zarr(self, path, *, overwrite=False, client=None):
     """Write to a new Zarr store through distconv's engine (ops/stores.py: dc.to_zarr)."""
+    from .ops import stores
+
     return stores.to_zarr(self._obj, path, overwrite=overwrite, client=client)
 
 
-DataArrayAccessor.to_zarr = DatasetAccessor.to_zarr = _to_zarr
+@functools.cache
+def _attach_methods():
+    """Every named op of the registry as a method of both accessors (once, on first use)."""
+    from .ops.registry import OPS
 
-for _op in OPS.values():
-    if _op.named is not None:
-        setattr(DataArrayAccessor, _op.name, _array_method(_op.named))
-        setattr(DatasetAccessor, _op.name, _dataset_method(_op.named))
+    for op in OPS.values():
+        if op.named is not None:
+            setattr(DataArrayAccessor, op.name, _array_method(op.named))
+            setattr(DatasetAccessor, op.name, _dataset_method(op.named))
+
+
+DataArrayAccessor.to_zarr = DatasetAccessor.to_zarr = _to_zarr

@@ -52,3 +52,70 @@ def test_a_kept_cluster_serves_runs_and_stops(tmp_path):
     with pytest.raises(OSError):
         os.kill(pid, 0)
     assert "no cluster is kept running" in _cli(tmp_path, "cluster", "status").stdout
+
+
+def _handed(tmp_path, *args, env=None, **kw):
+    env = {**os.environ, "DASK_DISTCONV__CLUSTER_STATE": str(tmp_path / "state" / "cluster.json"), **(env or {})}
+    return subprocess.Popen([sys.executable, "-m", "distconv.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env, **kw)
+
+
+@pytest.mark.slow
+def test_runs_on_a_kept_cluster_are_handed_to_its_warm_process(tmp_path):
+    """The kept cluster's warm process runs `distconv run` for it (distconv/handoff.py): in the
+    caller's directory and environment, with its messages, exit codes and Ctrl-C."""
+    import json
+    import signal
+    import time
+
+    from distconv.engine import ownership
+
+    c = tmp_path / "cluster.yaml"
+    c.write_text("cluster:\n  type: cpu\n  n_workers: 1\n  threads_per_worker: 2\n"
+                 "  dashboard_address: '127.0.0.1:0'\n")
+    assert _cli(tmp_path, "cluster", "start", "--cluster", str(c)).returncode == 0
+    state = tmp_path / "state" / "cluster.json"
+    sock = json.loads(state.read_text())["handoff"]
+    try:
+        deadline = time.time() + 60  # the warm process imports what a run imports first
+        while time.time() < deadline and not os.path.exists(sock):
+            time.sleep(0.05)
+        x = np.random.default_rng(3).standard_normal((1536, 384)).astype(np.float32)
+        zarr.create_array(str(tmp_path / "in.zarr"), data=x, chunks=(64, 384))
+        wf = tmp_path / "wf.yaml"  # relative paths: the caller's directory, not the server's
+        wf.write_text("input: {path: in.zarr}\nsteps:\n  - {op: median_filter, size: 7}\n"
+                      "outputs: {path: out.zarr}\n")
+        proc = _handed(tmp_path, "run", "wf.yaml", "--cluster", str(c), "--no-progress", "--json", "s.json")
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        assert "joined the running cluster" in out and "median_filter" in out, out
+        assert json.loads((tmp_path / "s.json").read_text())["handed_off"] is True
+        np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "out.zarr"))[...], ndi.median_filter(x, 7))
+
+        # the caller's dask settings reach the run: a bad one is named, exit 2, nothing written
+        proc = _handed(tmp_path, "run", "wf.yaml", "--cluster", str(c), "--overwrite",
+                       env={"DASK_DISTCONV__IO_SLOTS": "0"})
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 2 and "distconv.io-slots" in err and len(err.strip().splitlines()) == 1, err
+
+        # Ctrl-C at the caller's terminal interrupts the handed run: one line, 130, --resume after
+        proc = _handed(tmp_path, "run", "wf.yaml", "--cluster", str(c), "--overwrite", "--no-progress",
+                       start_new_session=True)
+        marks = tmp_path / "out.zarr" / ownership.BLOCKS
+        deadline = time.time() + 120
+        while time.time() < deadline and not (marks.is_dir() and any(marks.iterdir())):
+            time.sleep(0.005)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, (out, err)
+        assert "Traceback" not in err and "--resume" in err, err
+        proc = _handed(tmp_path, "run", "wf.yaml", "--cluster", str(c), "--resume", "--no-progress")
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "out.zarr"))[...], ndi.median_filter(x, 7))
+    finally:
+        assert _cli(tmp_path, "cluster", "stop").returncode == 0
+    deadline = time.time() + 30  # the warm process ends with the cluster's
+    while time.time() < deadline and os.path.exists(sock):
+        time.sleep(0.05)
+    assert not os.path.exists(sock)

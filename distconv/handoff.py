@@ -1,0 +1,253 @@
+"""A `distconv run` handed to a process kept warm beside a kept cluster.
+
+Most of a run's start-up on a kept cluster was this process importing what a run imports
+(dask.array with xarray, pandas, scipy and cupy; distributed; zarr: ~1.4 s of ~1.9 on one H200
+node). `distconv cluster start` therefore also starts a server (``serve``) that has imported all
+of it once; `distconv run` (``forward``), when the kept cluster is the one its cluster config
+would join, passes it its arguments, working directory, environment and its terminal's stdin,
+stdout and stderr, and waits. The server forks a child per run that takes those over and runs
+the same CLI code a fresh process would (the workflow checked first, the same messages, exit
+codes and progress on the same terminal); Ctrl-C is passed on to the child. Anything that does
+not fit (no server, another Python or package, not Linux) runs in this process as before.
+
+Requests come over a Unix socket of the user's own (mode 0600, peer credentials checked).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+
+# what a run imports, imported once by the server before it forks children
+PRELOAD = ("distconv.cli", "distconv.batch", "distconv.ops.registry", "distconv.ops.stores", "distconv.engine.job",
+           "distributed", "dask.array", "xarray", "zarr", "zarrs", "psutil", "yaml")
+MAX_REQUEST = 1 << 20  # argv, working directory and environment, as JSON
+_started_at = None     # in a child: when the `distconv run` that handed the run over started
+
+
+def supported() -> bool:
+    return sys.platform == "linux" and hasattr(socket, "send_fds") and hasattr(socket, "SOCK_SEQPACKET")
+
+
+def identity() -> dict:
+    """What a server and a client must share: the same interpreter and the same package."""
+    import distconv
+
+    return {"python": sys.executable, "package": os.path.dirname(os.path.abspath(distconv.__file__))}
+
+
+def handed_start() -> float | None:
+    """In a run handed over: when the `distconv run` process that handed it started."""
+    return _started_at
+
+
+def forward(argv: list, cluster_path, started: float) -> int | None:
+    """Run ``argv`` (this command's arguments) in the kept cluster's warm server; returns the
+    run's exit code, or None when there is no server for this cluster config (run it here)."""
+    if not supported() or _started_at is not None:
+        return None
+    from . import running
+    from .cluster import ClusterConfigError, load_config
+
+    try:
+        cfg = load_config(cluster_path)
+    except (ClusterConfigError, OSError, ValueError):
+        return None  # the run here reports it
+    doc = running.recorded()
+    path = (doc or {}).get("handoff")
+    if not path or running.joinable(cfg) is None or doc.get("handoff_identity") != identity():
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        sock.connect(path)
+        request = {"argv": list(argv), "cwd": os.getcwd(), "env": dict(os.environ), "started": started}
+        socket.send_fds(sock, [json.dumps(request).encode()], [0, 1, 2])
+        reply = sock.recv(4096)
+    except OSError:
+        sock.close()
+        return None  # not listening (yet, or any more): nothing was started
+    if not reply:
+        sock.close()
+        return None
+    with sock:
+        while True:
+            try:
+                reply = sock.recv(4096)
+                if not reply:
+                    print("distconv: error: the kept cluster's process ended during the run", file=sys.stderr)
+                    return 1
+                return int(json.loads(reply)["exit"])
+            except KeyboardInterrupt:  # the child says what it keeps and exits 130
+                sock.send(b"INT")
+
+
+def serve(path: str):
+    """The warm server: import what a run imports, then fork a child per request, until the
+    process that started it (the kept cluster's) ends."""
+    import importlib
+    import selectors
+    import warnings
+
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    # numpy's BLAS threads count as threads for fork's warning; the children run no BLAS
+    warnings.filterwarnings("ignore", message=r".*multi-threaded.*fork", category=DeprecationWarning)
+    old = os.umask(0o177)
+    try:
+        if os.path.exists(path):
+            os.unlink(path)
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        server.bind(path)
+    finally:
+        os.umask(old)
+    server.listen(16)
+    sel = selectors.DefaultSelector()
+    sel.register(server, selectors.EVENT_READ)
+    children = {}  # connection -> child pid
+    parent = os.getppid()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # the cluster's stop: clean up below
+    try:
+        while os.getppid() == parent:
+            for key, _ in sel.select(timeout=0.2):
+                if key.fileobj is server:
+                    conn, _ = server.accept()
+                    sel.register(conn, selectors.EVENT_READ)
+                elif key.fileobj not in children:
+                    pid = _start(key.fileobj, sel, server)
+                    if pid is None:
+                        sel.unregister(key.fileobj)
+                        key.fileobj.close()
+                    else:
+                        children[key.fileobj] = pid
+                else:
+                    _signal(key.fileobj, children[key.fileobj], sel)
+            _reap(children, sel)
+    finally:
+        for pid in children.values():
+            _kill(pid, signal.SIGINT)
+        server.close()
+        if os.path.exists(path):
+            os.unlink(path)
+
+
+def _start(conn, sel, server) -> int | None:
+    """Read a request from ``conn`` and fork its child; the child's pid, or None."""
+    import struct
+
+    try:
+        data, fds, _, _ = socket.recv_fds(conn, MAX_REQUEST, 3)
+        uid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
+        request = json.loads(data)
+    except (OSError, ValueError):
+        return None
+    if uid != os.getuid() or len(fds) != 3:
+        for fd in fds:
+            os.close(fd)
+        return None
+    pid = os.fork()
+    if pid == 0:
+        _child(request, fds, [key.fileobj for key in sel.get_map().values()] + [server])
+    for fd in fds:
+        os.close(fd)
+    try:
+        conn.send(json.dumps({"pid": pid}).encode())
+    except OSError:
+        _kill(pid, signal.SIGINT)
+    return pid
+
+
+def _child(request: dict, fds: list, sockets: list):
+    """In the forked child: become the `distconv run` that asked, run it, exit with its code."""
+    global _started_at
+
+    code = 1
+    try:
+        for s in sockets:
+            s.close()
+        for target, fd in zip((0, 1, 2), fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        # the client's terminal (or files) as this process's streams, line by line as a terminal's
+        sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the process's own, for its life
+        sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", buffering=1, closefd=False, errors="backslashreplace")  # noqa: SIM115
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        import dask
+
+        dask.config.refresh()  # the client's DASK_* settings, not the server's
+        _started_at = float(request["started"])
+        from . import cli
+
+        try:
+            cli.main(args=request["argv"], prog_name="distconv", standalone_mode=True)
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _signal(conn, pid: int, sel):
+    """A message from a waiting client: INT (Ctrl-C) or its end; either interrupts the run."""
+    try:
+        data = conn.recv(64)
+    except OSError:
+        data = b""
+    if not data:
+        sel.unregister(conn)
+    _kill(pid, signal.SIGINT)
+
+
+def _reap(children: dict, sel):
+    """Tell each client whose child has ended its exit code."""
+    for conn, pid in list(children.items()):
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done, status = pid, 1 << 8
+        if not done:
+            continue
+        del children[conn]
+        code = os.waitstatus_to_exitcode(status)
+        try:
+            conn.send(json.dumps({"exit": code if code >= 0 else 128 - code}).encode())
+        except OSError:
+            pass
+        if _registered(sel, conn):
+            sel.unregister(conn)
+        conn.close()
+
+
+def _registered(sel, conn) -> bool:
+    try:
+        sel.get_key(conn)
+    except KeyError:
+        return False
+    return True
+
+
+def _kill(pid: int, sig: int):
+    try:
+        os.kill(pid, sig)
+    except OSError:
+        pass
+
+
+if __name__ == "__main__":  # the module itself, not this __main__ copy, holds a child's state
+    from distconv import handoff
+
+    handoff.serve(sys.argv[1])
