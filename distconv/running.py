@@ -140,7 +140,7 @@ def serve(cfg: dict, path: str):
         owned = make_cluster(cfg)
     with Client(owned) as client:
         doc = {"address": owned.scheduler_address, "dashboard": dashboard_link(client, cfg),
-               "pid": os.getpid(), "config": cfg, "started_at": time.time(), **(server[1] if server else {})}
+               "pid": os.getpid(), "config": cfg, "started_at": time.time(), **_listening(server)}
     tmp = Path(path).with_suffix(".tmp")
     tmp.write_text(json.dumps(doc))
     tmp.replace(path)  # whole or absent: start() reads it
@@ -150,6 +150,19 @@ def serve(cfg: dict, path: str):
         server[0].terminate()
     owned.close(timeout=10)
     Path(path).unlink(missing_ok=True)
+
+
+def _listening(server, timeout: float = 60.0) -> dict:
+    """What the record says of the warm process once it listens (it imports while the cluster
+    starts, so the first run after `distconv cluster start` is handed over too); nothing when
+    there is none or it ended."""
+    if not server:
+        return {}
+    proc, record = server
+    deadline = time.time() + timeout
+    while proc.poll() is None and not os.path.exists(record["handoff"]) and time.time() < deadline:
+        time.sleep(0.05)
+    return record if proc.poll() is None and os.path.exists(record["handoff"]) else {}
 
 
 def _start_handoff(path: str):

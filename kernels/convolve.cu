@@ -513,10 +513,12 @@ distconv_separable2d(const __grid_constant__ DcTile src, T *__restrict__ out, i6
 // Rounding: each term in T, x pass then y pass, as distconv_separable2d; then combined in T.
 // Limits: K0, K1 <= DC_SEP_MAX_TAPS; origins 0; one mode for both terms (constant only with
 //   cval 0: then the order of a term's passes does not change its edges).
+// Occupancy: three blocks per SM for float (72 registers, 3 x ~66 KiB of shared memory at 17
+//   and 33 taps; two blocks at 96 registers read 5-6 % slower on one H200, NOTES.md round 8).
 #define DC_TERMS_SUM 0
 #define DC_TERMS_MAGNITUDE 1
 template <typename T, int K0, int K1, int COMBINE>
-__global__ void __launch_bounds__(DC_SEP_BX *DC_SEP_BY, sizeof(T) == 4 ? 2 : 1)
+__global__ void __launch_bounds__(DC_SEP_BX *DC_SEP_BY, sizeof(T) == 4 ? 3 : 1)
 distconv_terms2d(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW, i64 offH,
                  i64 offW, int mode, T cval, const DcTaps<T, 2 * (K0 + K1)> taps) {
     constexpr int NT = DC_SEP_BX * DC_SEP_BY, TH = DC_SEP_TH, TW = DC_SEP_TW;
