@@ -514,7 +514,8 @@ distconv_separable2d(const __grid_constant__ DcTile src, T *__restrict__ out, i6
 // Limits: K0, K1 <= DC_SEP_MAX_TAPS; origins 0; one mode for both terms (constant only with
 //   cval 0: then the order of a term's passes does not change its edges).
 // Occupancy: three blocks per SM for float (72 registers, 3 x ~66 KiB of shared memory at 17
-//   and 33 taps; two blocks at 96 registers read 5-6 % slower on one H200, NOTES.md round 8).
+//   and 33 taps; two blocks at 96 registers read ~5 % slower on one H200: NOTES.md, "terms at
+//   three blocks per SM").
 #define DC_TERMS_SUM 0
 #define DC_TERMS_MAGNITUDE 1
 template <typename T, int K0, int K1, int COMBINE>
