@@ -52,11 +52,11 @@ def run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path)
     args = ["run", *workflow_paths, *(["--cluster", cluster_path] if cluster_path else []),
             *(["--overwrite"] if overwrite else []), *(["--resume"] if resume else []),
             *(["--no-progress"] if no_progress else []), *(["--json", json_path] if json_path else [])]
-    code = handoff.forward(args, cluster_path, _process_start())
-    if code is not None:
-        sys.exit(code)
     current = [workflow_paths[0]]
     try:
+        code = handoff.forward(args, cluster_path, _process_start())
+        if code is not None:
+            sys.exit(code)
         _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, current)
     except KeyboardInterrupt:
         _interrupted(current[0])

@@ -65,21 +65,23 @@ def forward(argv: list, cluster_path, started: float) -> int | None:
         sock.connect(path)
         request = {"argv": list(argv), "cwd": os.getcwd(), "env": dict(os.environ), "started": started}
         socket.send_fds(sock, [json.dumps(request).encode()], [0, 1, 2])
-        reply = sock.recv(4096)
     except OSError:
         sock.close()
         return None  # not listening (yet, or any more): nothing was started
-    if not reply:
-        sock.close()
-        return None
+    running_child = False
     with sock:
         while True:
             try:
                 reply = sock.recv(4096)
+                if not reply and not running_child:
+                    return None  # the request was refused before a child started: run it here
                 if not reply:
                     print("distconv: error: the kept cluster's process ended during the run", file=sys.stderr)
                     return 1
-                return int(json.loads(reply)["exit"])
+                message = json.loads(reply)
+                if "exit" in message:
+                    return int(message["exit"])
+                running_child = True  # {"pid": ...}
             except KeyboardInterrupt:  # the child says what it keeps and exits 130
                 sock.send(b"INT")
 
@@ -248,6 +250,6 @@ def _kill(pid: int, sig: int):
 
 
 if __name__ == "__main__":  # the module itself, not this __main__ copy, holds a child's state
-    from distconv import handoff
+    from distconv import handoff  # noqa: PLW0406 - the real module, not this __main__ copy
 
     handoff.serve(sys.argv[1])
