@@ -186,7 +186,9 @@ def _child(request: dict, fds: list, sockets: list):
         os.environ.update(request["env"])
         import dask
 
-        dask.config.refresh()  # the client's DASK_* settings, not the server's
+        dask.config.refresh()  # the caller's DASK_* (and ZARR_*) settings, not the server's
+        if "zarr" in sys.modules:
+            sys.modules["zarr"].config.refresh()
         _started_at = float(request["started"])
         from . import cli
 
