@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from . import handoff
 from .cluster import ClusterConfigError
 
 
@@ -46,15 +47,11 @@ def info(cluster_path):
               "for several workflows)")
 def run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path):
     """Run batch workflows, in turn, on one cluster (started once for all of them)."""
-    from . import handoff
-
-    # a kept cluster's warm process runs it when there is one for this cluster config
-    args = ["run", *workflow_paths, *(["--cluster", cluster_path] if cluster_path else []),
-            *(["--overwrite"] if overwrite else []), *(["--resume"] if resume else []),
-            *(["--no-progress"] if no_progress else []), *(["--json", json_path] if json_path else [])]
+    params = dict(locals())  # this command's arguments, for the warm process
     current = [workflow_paths[0]]
     try:
-        code = handoff.forward(args, cluster_path, _process_start())
+        # a kept cluster's warm process runs it when there is one for this cluster config
+        code = handoff.forward(params, cluster_path, _process_start())
         if code is not None:
             sys.exit(code)
         _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, current)
@@ -66,7 +63,6 @@ def _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path
     import json
     import time
 
-    from . import handoff
     from .cluster import cluster, load_config, warm_workers
 
     started = handoff.handed_start() or _process_start()
@@ -141,8 +137,6 @@ def _timings(summary: dict, started: float, checked: float, cluster_up: float):
             ("checked", checked), ("cluster_up", cluster_up), ("submitted", submitted),
             ("first_task", first)) if v is not None}
     summary["wall_s"] = round(time.time() - started, 2)
-    from . import handoff
-
     if handoff.handed_start() is not None:
         summary["handed_off"] = True  # run by the kept cluster's warm process (distconv/handoff.py)
 

@@ -24,7 +24,7 @@ import sys
 # what a run imports, imported once by the server before it forks children
 PRELOAD = ("distconv.cli", "distconv.batch", "distconv.ops.registry", "distconv.ops.stores", "distconv.engine.job",
            "distributed", "dask.array", "xarray", "zarr", "zarrs", "psutil", "yaml")
-MAX_REQUEST = 1 << 20  # argv, working directory and environment, as JSON
+MAX_REQUEST = 1 << 20  # the arguments, working directory and environment, as JSON
 _started_at = None     # in a child: when the `distconv run` that handed the run over started
 
 
@@ -44,9 +44,10 @@ def handed_start() -> float | None:
     return _started_at
 
 
-def forward(argv: list, cluster_path, started: float) -> int | None:
-    """Run ``argv`` (this command's arguments) in the kept cluster's warm server; returns the
-    run's exit code, or None when there is no server for this cluster config (run it here)."""
+def forward(params: dict, cluster_path, started: float) -> int | None:
+    """Run `distconv run` with ``params`` (its parsed arguments) in the kept cluster's warm
+    server; returns the run's exit code, or None when there is no server for this cluster
+    config (run it here)."""
     if not supported() or _started_at is not None:
         return None
     from . import running
@@ -63,7 +64,7 @@ def forward(argv: list, cluster_path, started: float) -> int | None:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         sock.connect(path)
-        request = {"argv": list(argv), "cwd": os.getcwd(), "env": dict(os.environ), "started": started}
+        request = {"params": params, "cwd": os.getcwd(), "env": dict(os.environ), "started": started}
         socket.send_fds(sock, [json.dumps(request).encode()], [0, 1, 2])
     except OSError:
         sock.close()
@@ -102,8 +103,7 @@ def serve(path: str):
     warnings.filterwarnings("ignore", message=r".*multi-threaded.*fork", category=DeprecationWarning)
     old = os.umask(0o177)
     try:
-        if os.path.exists(path):
-            os.unlink(path)
+        _remove_socket(path)  # a stale one of an earlier server
         server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         server.bind(path)
     finally:
@@ -134,8 +134,19 @@ def serve(path: str):
         for pid in children.values():
             _kill(pid, signal.SIGINT)
         server.close()
-        if os.path.exists(path):
+        _remove_socket(path)
+
+
+def _remove_socket(path: str):
+    """Remove ``path`` if it is a socket (a server's); anything else there is left alone and the
+    bind fails, so no run is handed over."""
+    import stat
+
+    try:
+        if stat.S_ISSOCK(os.lstat(path).st_mode):
             os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def _start(conn, sel, server) -> int | None:
@@ -192,11 +203,16 @@ def _child(request: dict, fds: list, sockets: list):
         _started_at = float(request["started"])
         from . import cli
 
+        params = {**request["params"], "workflow_paths": tuple(request["params"]["workflow_paths"])}
         try:
-            cli.main(args=request["argv"], prog_name="distconv", standalone_mode=True)
+            cli.run.callback(**params)  # the command's own body, as click would call it
             code = 0
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        except Exception:  # noqa: BLE001 - the run's own handler missed it: show it, exit 1
+            import traceback
+
+            traceback.print_exc()
     finally:
         try:
             sys.stdout.flush()

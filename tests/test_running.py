@@ -117,3 +117,22 @@ def test_runs_on_a_kept_cluster_are_handed_to_its_warm_process(tmp_path):
     while time.time() < deadline and os.path.exists(sock):
         time.sleep(0.05)
     assert not os.path.exists(sock)
+
+
+def test_the_warm_process_removes_only_a_socket_at_its_path(tmp_path):
+    """A stale socket of an earlier server goes; a file of the user's at that path stays (and
+    the server then does not listen: runs are not handed over)."""
+    import socket
+
+    from distconv import handoff
+
+    mine = tmp_path / "cluster.sock"
+    mine.write_text("the user's")
+    handoff._remove_socket(str(mine))
+    assert mine.read_text() == "the user's"
+    stale = tmp_path / "stale.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+        s.bind(str(stale))
+    handoff._remove_socket(str(stale))
+    assert not stale.exists()
+    handoff._remove_socket(str(tmp_path / "absent.sock"))
