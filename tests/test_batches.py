@@ -65,12 +65,15 @@ def test_a_blocks_rows_come_from_its_batch_and_neighbours(depth, workers, limit)
         assert s1 == (min(n0, rows[job.batches[b0][1] - 1][1] + depth[1]) if last else rows[job.batches[b0][1] - 1][1])
 
 
+@pytest.mark.parametrize("order", ["in order", "reversed", "halves swapped"])
 @pytest.mark.parametrize("skipped", [set(), {0, 1, 2, 3}, {2, 5, 6, 7}])
-def test_reader_gives_zarrs_rows_and_keeps_nothing(tmp_path, monkeypatch, skipped):
+def test_reader_gives_zarrs_rows_and_keeps_nothing(tmp_path, monkeypatch, skipped, order):
     """The Reader's bookkeeping end to end with the CPU codec standing in for nvCOMP: every
     block's rows (its halo from neighbouring batches) equal zarr's, each batch is decoded once
-    and dropped once its last reader took it; blocks a resumed run skips are not waited for,
-    and a batch only they would read is not decoded."""
+    and dropped once its last reader took it, whatever order the blocks come in (a batch a
+    block starts ahead of the others' is kept for them, and one they have all taken is not
+    started again); blocks a resumed run skips are not waited for, and a batch only they would
+    read is not decoded."""
     n0, depth = 97, (5, 3)
     x = np.random.default_rng(4).standard_normal((n0, 30)).astype(np.float32)
     p = str(tmp_path / "a.zarr")
@@ -96,6 +99,10 @@ def test_reader_gives_zarrs_rows_and_keeps_nothing(tmp_path, monkeypatch, skippe
     reader = batches.Reader()
     clock = slots.Clock(False)
     runs = [i for i in range(len(rows)) if i not in skipped]
+    if order == "reversed":
+        runs = runs[::-1]
+    elif order == "halves swapped":
+        runs = runs[len(runs) // 2:] + runs[:len(runs) // 2]
     for i in runs:
         lo, hi = max(0, rows[i][0] - depth[0]), min(n0, rows[i][1] + depth[1])
         parts = reader.take(job, i, z, lo, hi, clock, lambda j: j not in skipped)

@@ -24,7 +24,7 @@ from . import plain_chunks
 
 PIECES = "batch"  # names the pinned pieces the batches' files go through (engine/prewarm.py too)
 READERS = 4      # batches decoding at once per process (each holds its decoded rows)
-READ_AHEAD = 3   # batches of its worker started ahead of the one a block is in
+READ_AHEAD = 3   # batches of its worker a block starts besides its own (the lowest not started)
 KEEP = 8         # batches held per process at most (blocks dask moved to another worker never
                  # take theirs): beyond it the oldest is dropped, and decoded again if needed
 
@@ -116,12 +116,16 @@ class Decoded:
 
 class Reader:
     """The batches this process decodes: a block starts its own batch, the batches its halo
-    rows lie in and the next READ_AHEAD of its worker, decoded on READERS threads; a batch is
-    dropped once every block that reads it took it (or beyond KEEP)."""
+    rows lie in and READ_AHEAD more of its worker, the lowest not started yet up to READ_AHEAD
+    past its own, decoded on READERS threads; a batch is dropped once every block that reads
+    it took it (or beyond KEEP). Lowest first, not just those after its own: dask hands a
+    worker's blocks over in no set order (on one H200 blocks 8..15 of 16 came first, and the
+    batches of 0..7 then started only once those were done)."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._live = collections.OrderedDict()  # (run, b0) -> [future, takers left, first taker]
+        self._taken = collections.OrderedDict()  # (run, b0) of batches every taker took
         self._pool = None
         self._tickets = itertools.count()
         self._turn = threading.Condition()
@@ -137,12 +141,10 @@ class Reader:
         parts = sources(job, i, lo, hi)
         if parts is None:
             return None
-        ahead, g = [], job.batches[i][0]
-        while len(ahead) < READ_AHEAD and _next(job.batches, g) is not None:
-            g = _next(job.batches, g)
-            ahead.append(g)
         needed = [p[0] for p in parts]
-        futures = {b: self._start(job, src, b, runs, b in needed) for b in dict.fromkeys(needed + ahead)}
+        futures = {b: self._start(job, src, b, runs) for b in needed}
+        for b in self._ahead(job, job.batches[i][0]):
+            self._start(job, src, b, runs, needed=False)
         out = []
         for b, a, c in parts:
             decoded, seconds = futures[b].result()
@@ -154,6 +156,26 @@ class Reader:
             out.append((decoded, a, c))
         return out
 
+    def _ahead(self, job, own: int) -> list:
+        """Up to READ_AHEAD batches of the worker of batch ``own`` that are neither held nor
+        taken, lowest first, from its worker's first batch to READ_AHEAD past ``own``."""
+        first = own
+        while _prev(job.batches, first) is not None:
+            first = _prev(job.batches, first)
+        last, b = own, own
+        for _ in range(READ_AHEAD):
+            b = _next(job.batches, b)
+            if b is None:
+                break
+            last = b
+        out, b = [], first
+        with self._lock:
+            while b is not None and len(out) < READ_AHEAD and b <= last:
+                if b != own and (job.run, b) not in self._live and (job.run, b) not in self._taken:
+                    out.append(b)
+                b = _next(job.batches, b)
+        return out
+
     def _start(self, job, src, b0: int, runs=None, needed: bool = True):
         """Batch b0's future, started unless it is held already; None for a batch not
         ``needed`` now that no block will take."""
@@ -162,7 +184,9 @@ class Reader:
         with self._lock:
             entry = self._live.get((job.run, b0))
             if entry is None:
-                takers = _takers(job, b0, runs)
+                # a batch ahead that its takers have all had is not decoded again (their blocks,
+                # still in flight, have no mark yet, so _takers would count them)
+                takers = 0 if (job.run, b0) in self._taken else _takers(job, b0, runs)
                 if not (takers or needed):
                     return None
                 if self._pool is None:
@@ -183,6 +207,9 @@ class Reader:
             entry[1] -= 1
             if entry[1] <= 0:
                 del self._live[(run, b0)]
+                self._taken[(run, b0)] = True
+                while len(self._taken) > 1024:
+                    self._taken.popitem(last=False)
             return first
 
     def _decode(self, job, src, b0: int, ticket: int):

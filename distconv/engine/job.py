@@ -164,8 +164,11 @@ def graph(job: Job, name: str, workers: list | None = None):
     token = tokenize(job)
     tasks, carry = [], None
     for i in range(n):
-        where = {} if not workers else {"workers": [workers[batches.worker_of(i, n, len(workers))]],
-                                        "allow_other_workers": True}
+        # a worker's blocks waiting for a thread run lowest first (those it starts at once are
+        # the ones that reach it first, in no set order: the Reader starts batches for that)
+        where = {"priority": n - i}
+        if workers:
+            where |= {"workers": [workers[batches.worker_of(i, n, len(workers))]], "allow_other_workers": True}
         with dask.annotate(**where):
             if not job.carried:
                 tasks.append(dask.delayed(run_block, pure=False)(job, i, dask_key_name=f"{name}-{token}-{i}"))

@@ -40,13 +40,14 @@ def warm():
 
         if not zstd.available():
             return
+        # in the order a job's first block needs them: its batch's files go through the pieces
+        # (a cold job's first batch waited ~1 s for them behind the rest of this warm-up), then
+        # nvCOMP decodes, later the block encodes into its slot's buffer
+        for k in range(2):  # a piece ends at the first file boundary past PIECE_BYTES
+            transfer.staging((batches.PIECES, k), "pieces", PIECE_BYTES + PIECE_BYTES // 4)
         frame = shards.INNER_BYTES
         encoded = zstd.encode_frames(cupy.zeros(frame, cupy.uint8), frame, shards.FRAME_ALIGN)
         zstd.decode_frames(*encoded, frame, np.uint8)
-        for k in range(2):  # a piece ends at the first file boundary past PIECE_BYTES
-            transfer.staging((batches.PIECES, k), "pieces", PIECE_BYTES + PIECE_BYTES // 4)
-        for slot in range(config.io_slots(True)):
-            transfer.staging(slot, "encoded", GPU_CHUNK_BYTES)
         # the device memory of the batches in flight (each its files and its rows) and of the
         # blocks' device stages, taken from the driver and touched once (a fresh 4 GiB took
         # ~0.2 s at its first write on an H200), then kept by cupy's pool
@@ -56,5 +57,7 @@ def warm():
         reserve.fill(0)
         del reserve
         cupy.cuda.Device().synchronize()
+        for slot in range(config.io_slots(True)):
+            transfer.staging(slot, "encoded", GPU_CHUNK_BYTES)
     except Exception:  # noqa: BLE001 - the first blocks pay these costs instead
         pass

@@ -184,10 +184,48 @@ def test_a_warm_up_leaves_the_staging_the_blocks_use(monkeypatch):
         pytest.skip("nvCOMP not installed")
     prewarm.warm()
     calls = []
-    real = transfer.pinned_empty
-    monkeypatch.setattr(transfer, "pinned_empty", lambda *a: calls.append(a) or real(*a))
+    real = transfer.kept_pinned
+    monkeypatch.setattr(transfer, "kept_pinned", lambda *a: calls.append(a) or real(*a))
     for slot in range(config.io_slots(True)):
         assert transfer.staging(slot, "encoded", 700 * 2**20).size == 700 * 2**20
     for k in range(2):
         transfer.staging((batches.PIECES, k), "pieces", PIECE_BYTES)
     assert calls == []
+
+
+def test_kept_pinned_memory_is_page_locked_and_let_go_with_its_last_view():
+    """The staging's huge-page buffers: registered with CUDA (async copies both ways give the
+    bytes back), and unregistered once no view of them is left (registering the same pages
+    again would fail otherwise)."""
+    import gc
+
+    import cupy
+
+    from distconv.backends.cuda import transfer
+
+    n = 3 * transfer.HUGE_PAGE + 12345
+    host = transfer.kept_pinned(n)
+    assert host.size == n and host.ctypes.data % transfer.HUGE_PAGE == 0 and not host.any()
+    attrs = cupy.cuda.runtime.pointerGetAttributes(host.ctypes.data)
+    assert attrs.type == cupy.cuda.runtime.memoryTypeHost
+    want = np.random.default_rng(5).integers(0, 256, n, dtype=np.uint8)
+    host[...] = want
+    dev = cupy.full(n, 7, cupy.uint8)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    dev.set(host, stream=stream)
+    host[...] = 0
+    dev.get(out=host, stream=stream)
+    stream.synchronize()
+    np.testing.assert_array_equal(host, want)
+    tail, ptr = host[n // 2:], host.ctypes.data
+    del host
+    gc.collect()
+    assert tail[-1] == want[-1]  # a view keeps the pages
+    del tail
+    gc.collect()
+    # let go: the range is no longer host memory CUDA knows (or the call refuses an unknown pointer)
+    try:
+        kind = cupy.cuda.runtime.pointerGetAttributes(ptr).type
+    except cupy.cuda.runtime.CUDARuntimeError:
+        kind = None
+    assert kind != cupy.cuda.runtime.memoryTypeHost
