@@ -343,7 +343,7 @@ def main():
             "path": s.get("path"), "why_general": s.get("why_general"),
             "handed_off": bool(s.get("handed_off")),  # run by a kept cluster's warm process
             "checked": bool(s["checked"])}
-        if key in ("cumsum0", "region", "kept", "wrap") and "a" in results:
+        if key in ("chain3", "cumsum0", "region", "kept", "wrap") and "a" in results:
             row["vs_conv5"] = round(gbps / (nbytes / results["a"]["seconds"] / 1e9), 2)
         if key == "cpu":
             row["cpu_cluster"] = f"{a.cpu_workers} workers x {a.cpu_threads} threads, as the anchors"
