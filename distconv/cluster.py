@@ -201,6 +201,23 @@ def _start_server(kind: str):
     return True
 
 
+def _stop_server():
+    """End the server once the workers it forked have closed, at once: it holds nothing to
+    save (it never touched a GPU), and left to itself it outlived `distconv run` by finalizing
+    an interpreter with cupy, dask and zarr imported, holding the run's stdout and stderr open
+    meanwhile (a pipe reader saw the command end ~0.4-0.8 s after it exited; NOTES.md)."""
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver
+    pid = getattr(server, "_forkserver_pid", None)
+    if pid is None or not hasattr(server, "_stop"):
+        return
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGTERM)  # Python's default for it: end without finalizing
+    server._stop()  # closes its pipe, reaps it, forgets it: a later cluster starts a new one
+    _start_server.cache_clear()
+
+
 def _free_dashboard(address):
     """The configured dashboard address, or the same host on a free port when that port is
     taken (a second run at once): one line instead of distributed's four-line warning."""
@@ -273,6 +290,8 @@ def cluster(config=None, *, quiet: bool = False):
         client.close()
         if owned is not None:
             owned.close()
+            if warm:
+                _stop_server()
 
 
 def _running_address(cfg: dict):

@@ -24,6 +24,19 @@ def test_missing_workflow_exit_2_one_line():
     assert res.output.strip().count("\n") == 0 and "does not exist" in res.output
 
 
+def test_the_command_exits_with_its_code_and_its_output_flushed(tmp_path):
+    """The process entry (cli.entry) ends without finalizing the interpreter: its exit code
+    and every line it printed still reach a pipe."""
+    run = lambda *a: subprocess.run([sys.executable, "-m", "distconv.cli", *a], capture_output=True,  # noqa: E731
+                                    text=True, timeout=120, cwd=tmp_path)
+    res = run("run", "no/such.yaml")
+    assert res.returncode == 2 and res.stderr.strip().count("\n") == 0 and "does not exist" in res.stderr
+    res = run("--version")
+    assert res.returncode == 0 and "version" in res.stdout
+    res = run("no-such-command")
+    assert res.returncode == 2 and "No such command" in res.stderr
+
+
 def test_cluster_typo_exit_2(tmp_path):
     c = tmp_path / "cluster.yaml"
     c.write_text("cluster:\n  tpye: cpu\n")

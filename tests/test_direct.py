@@ -352,3 +352,21 @@ def test_io_slots_are_taken_in_block_order():
     for t in threads:
         t.join(5)
     assert got == [2, 3, 5, 9]
+
+
+@pytest.mark.parametrize("shape", [(0, 37), (19, 0)])
+def test_an_empty_input_writes_the_empty_output(tmp_path, monkeypatch, shape):
+    """An input with an empty axis has no blocks to cut: dask's path writes the empty output
+    (plain zarr reads it; every chunk side positive), the summary says why, a histogram
+    counts nothing."""
+    monkeypatch.chdir(tmp_path)
+    zarr.create_array("in.zarr", shape=shape, chunks=(16, 16), dtype="f4")
+    doc = {"input": {"path": "in.zarr"}, "steps": [{"op": "gaussian_filter", "sigma": 1.0}, {"op": "laplace"}],
+           "outputs": {"path": "out.zarr", "histogram": {"bins": 4, "range": [0, 1], "json": "h.json"}}}
+    (tmp_path / "wf.yaml").write_text(yaml.safe_dump(doc))
+    s = batch.run(batch.load(tmp_path / "wf.yaml"), progress=False)
+    assert s["path"] == "general" and "empty" in s["why_general"]
+    out = _stored(tmp_path / "out.zarr")
+    assert out.shape == shape and out.dtype == np.float32 and min(out.chunks) >= 1
+    assert out[...].shape == shape
+    assert json.loads((tmp_path / "h.json").read_text())["counts"] == [0, 0, 0, 0]

@@ -149,6 +149,24 @@ def test_empty_and_zero_d_inputs():
     assert dc.sum(np.float64(3.0)) == 3.0
 
 
+@pytest.mark.parametrize("shape", [(0, 37), (19, 0), (0, 0, 5)])
+def test_empty_dask_arrays_give_scipys_empty_results(shape):
+    """A dask array with an empty axis: every stencil (and a chain, and a histogram counted
+    in the stencil's own tasks) gives scipy's empty result, not an error cutting halos of
+    nothing."""
+    x = np.zeros(shape, np.float32)
+    d = da.from_array(x, chunks=16)
+    for got, ref in ((dc.gaussian_filter(d, 1.0), ndi.gaussian_filter(x, 1.0)),
+                     (dc.median_filter(d, size=3), ndi.median_filter(x, size=3)),
+                     (dc.laplace(dc.gaussian_filter(d, 1.0)), ndi.laplace(ndi.gaussian_filter(x, 1.0))),
+                     (dc.correlate(d, np.ones((3,) * len(shape))), ndi.correlate(x, np.ones((3,) * len(shape))))):
+        out = got.compute()
+        assert out.shape == ref.shape and out.dtype == ref.dtype
+    counts = dc.histogram(dc.laplace(dc.gaussian_filter(d, 1.0)), bins=8, range=(0, 1))[0]
+    np.testing.assert_array_equal(np.asarray(counts.compute() if hasattr(counts, "compute") else counts),
+                                  np.zeros(8, np.int64))
+
+
 def test_oom_message_names_chunk_free_memory_and_a_size_to_try():
     from distconv.backends.cuda import oom_message
 

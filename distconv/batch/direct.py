@@ -102,6 +102,8 @@ def _steps(wf: Workflow, ndim: int, dtype):
 def plan(wf: Workflow, gpu: bool, ndim: int, dtype, shape, storage_chunks, src_meta=None):
     """(job, numpy histogram edges or None, None), or (None, None, why the engine cannot run
     the steps)."""
+    if 0 in tuple(shape):  # no blocks to cut; dask's path writes the empty output
+        return None, None, f"the input is empty (shape {tuple(shape)})"
     st, scan, why = _steps(wf, ndim, dtype)
     if why is not None:
         return None, None, why

@@ -87,6 +87,8 @@ def store_path(z) -> tuple:
 
 def compute_chunks(arr: da.Array, target_bytes: int = CPU_CHUNK_BYTES) -> da.Array:
     """Rechunk to ~target_bytes blocks made of whole storage chunks (slabs along axis 0)."""
+    if 0 in arr.shape:  # nothing to cut
+        return arr
     storage = tuple(c[0] for c in arr.chunks)
     per_slab = arr.dtype.itemsize * math.prod(arr.shape[1:])
     rows = max(storage[0], (target_bytes // max(per_slab, 1)) // storage[0] * storage[0])
@@ -110,7 +112,8 @@ def create(path: str, shape, chunks, dtype, codec: str = "zstd", attrs=None, dim
     (zarr's overwrite deletes the whole folder)."""
     import zarr
 
-    return zarr.create_array(str(path), shape=tuple(shape), chunks=tuple(chunks), dtype=dtype,
+    chunks = tuple(max(1, int(c)) for c in chunks)  # Zarr's chunk sides are positive, an empty axis's too
+    return zarr.create_array(str(path), shape=tuple(shape), chunks=chunks, dtype=dtype,
                              compressors=_compressors(codec), overwrite=False,
                              attributes=attrs or {}, dimension_names=dims)
 
@@ -200,6 +203,8 @@ def finish(path: str):
 def _aligned(sizes: tuple, step: int) -> list[int]:
     """Chunk boundaries moved to multiples of the storage chunk (each at least one)."""
     total = sum(sizes)
+    if total == 0:  # an empty axis: its one empty chunk
+        return list(sizes)
     bounds, pos = [], 0
     for s in sizes:
         pos += s

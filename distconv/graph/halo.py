@@ -102,6 +102,10 @@ def map_halo(x: da.Array, func, depth: tuple, periodic: tuple, name: str, dtype,
     the chunks, for a tree merge (graph.merge). ``made_of`` = (source, step): declared on the
     result's layer (graph.declared)."""
     depth = tuple((int(lo), int(hi)) for lo, hi in depth)
+    if 0 in x.shape:  # no element, so no halo to cut: the empty result (a count of nothing: 0)
+        if per_chunk is None:
+            return x.astype(dtype)
+        return da.zeros((1,) + tuple(per_chunk), dtype=dtype, chunks=(1,) + tuple(per_chunk))
     x = plan_chunks(x, depth, allow_rechunk)
     nb = x.numblocks
     token = tokenize(x, func, depth, periodic, params)
