@@ -145,13 +145,26 @@ def _interrupted(workflow_path):
     """Ctrl-C: one line, no traceback, exit 130 (the cluster has stopped its workers quietly).
     The process ends here: a KeyboardInterrupt raised again during interpreter shutdown (a
     signal that arrived while the first was handled) made it die of SIGINT instead."""
-    import os
-
     click.echo(f"distconv: interrupted; finished blocks are kept: run again with --resume to "
                f"write only the rest ({workflow_path})", err=True)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(130)
+    end_process(130)
+
+
+def exit_code(e: SystemExit) -> int:
+    """The process exit code a SystemExit stands for (None 0, a message 1)."""
+    return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+
+
+def end_process(code: int):
+    """Flush this process's streams and end it with ``code``, without finalizing the
+    interpreter (no atexit handlers, no teardown of dask's or zarr's threads)."""
+    import os
+
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
 
 
 @main.group("cluster")
@@ -255,20 +268,14 @@ def entry():
     without finalizing its interpreter (on one H200 that took ~0.4 s after a run: dask,
     distributed, zarr and their threads torn down, though the run had closed its cluster and
     written everything)."""
-    import os
-
     try:
         main()
         code = 0
     except SystemExit as e:  # click's standalone mode always ends here
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        code = exit_code(e)
         if not isinstance(e.code, int | None):
             click.echo(e.code, err=True)
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    finally:
-        os._exit(code)
+    end_process(code)
 
 
 if __name__ == "__main__":

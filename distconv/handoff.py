@@ -178,6 +178,7 @@ def _start(conn, sel, server) -> int | None:
 def _child(request: dict, fds: list, sockets: list):
     """In the forked child: become the `distconv run` that asked, run it, exit with its code."""
     global _started_at
+    from . import cli  # imported in the server already
 
     code = 1
     try:
@@ -201,24 +202,18 @@ def _child(request: dict, fds: list, sockets: list):
         if "zarr" in sys.modules:
             sys.modules["zarr"].config.refresh()
         _started_at = float(request["started"])
-        from . import cli
-
         params = {**request["params"], "workflow_paths": tuple(request["params"]["workflow_paths"])}
         try:
             cli.run.callback(**params)  # the command's own body, as click would call it
             code = 0
         except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            code = cli.exit_code(e)
         except Exception:  # noqa: BLE001 - the run's own handler missed it: show it, exit 1
             import traceback
 
             traceback.print_exc()
     finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
+        cli.end_process(code)
 
 
 def _signal(conn, pid: int, sel):
