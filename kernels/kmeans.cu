@@ -127,22 +127,28 @@ distconv_kmeans_assign(const float *__restrict__ X, i64 n, int D, const float *_
 // ---------------------------------------------------------------------------------------------
 // distconv_kmeans_assign_tc: distconv_kmeans_assign's results with the dot products on tensor
 // cores (sm_80 on), float32 accuracy kept by 3xTF32: each operand split into a TF32 head and
-// the TF32 of its remainder, x.c = xh.ch + xh.cl + xl.ch (the dropped xl.cl is ~2^-22 of it),
+// the TF32 of its remainder, x.c = xl.ch + xh.cl + xh.ch (the dropped xl.cl is ~2^-22 of it),
 // so distances agree with the float32 kernel's to a few ulps (ties: lowest index, as there).
-// Threads -> data: 8 warps as 2 (rows) x 4 (centroids); a block owns 128 descriptors, walks the
-//   centroids in tiles of 128 and D in slices of DC_KM_KC; warp (wm, wn) computes a 64 x 32
-//   piece of each tile as 4 x 4 mma.m16n8k8 tiles (3 MMAs each per 8 dimensions). In an MMA
-//   tile, lane (g = lane / 4, t = lane % 4) holds rows g, g+8 and columns 2t, 2t+1 (PTX's
-//   m16n8k8 layout); its running minima cover its 8 rows, folded at the end over the quad's 4
-//   lanes (shuffles) and the 4 warps of a row (shared memory).
-// Shared memory: descriptor and centroid slices, 128 x (DC_KM_KC + 4) floats each (row pitch
-//   padded so the fragment reads of a warp hit 32 banks) = 36 KiB static; then reused for the
-//   fold (4 x 128 minima and indices). The next slice is read into registers while the MMAs
-//   of the current one run. (Operands split as they were stored, 8-byte pairs: 5.13 against
-//   4.17 ms for k256, NOTES.md.)
-// Limits: float32; any n, K, D (slices zero-padded); 16-byte loads need D % 4 == 0 and X, C
-//   16-byte aligned (else element loads).
-#define DC_KM_LD (DC_KM_KC + 4)
+// The block stages its descriptors once, split, in fragment order; the centroids are split
+// between its warps, and each warp sweeps all the block's descriptors with its centroids' B
+// fragments in registers (read once per 8 dimensions from L1/L2, the next ones in flight), so
+// a B fragment feeds 3 x MT MMAs and nothing in the loop waits at a barrier. (Earlier designs,
+// NOTES.md: 128 x 128 tiles between barriers 0.18 MMA per clock per SM; warps owning rows and
+// streaming every centroid from L1 1.3x slower than this.)
+// Threads -> data: DC_KM_TC_WARPS warps; a block owns 16*MT descriptors (MT MMA row tiles);
+//   warp w takes centroid groups w, w + DC_KM_TC_WARPS, ... of NW*8 centroids. In an MMA tile,
+//   lane (g = lane / 4, t = lane % 4) holds rows g, g+8 and columns 2t, 2t+1 (PTX's m16n8k8
+//   layout); it visits its columns in increasing order (strict < keeps the lowest index of a
+//   tie), then folds its minima over the quad's 4 lanes (shuffles) and the warps (shared).
+// Shared memory: dynamic, 16*MT rows x 8*steps dims x (head, tail) words, zero-padded
+//   (dc_km_stage_a's order: a warp's two 16-byte reads per row tile and step are conflict-
+//   free); static, the fold's DC_KM_TC_WARPS x 16*MT minima and indices.
+// Limits: float32; any n, K; D as far as the staged rows fit (the launcher checks, else the
+//   float32 kernel); Cf from distconv_kmeans_split; 16-byte staging loads when D % 4 == 0 (X
+//   16-byte aligned, as cupy allocates).
+#define DC_KM_TC_WARPS 4  // warps per block of distconv_kmeans_assign_tc
+#define DC_KM_TC_KPAD 64  // centroids of distconv_kmeans_split's output round up to this
+
 __device__ __forceinline__ unsigned dc_tf32(float v) {
     unsigned r;
     asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
@@ -153,172 +159,162 @@ __device__ __forceinline__ void dc_tf32_split(float v, unsigned &head, unsigned 
     head = dc_tf32(v);
     tail = dc_tf32(v - __uint_as_float(head));
 }
-__device__ __forceinline__ void dc_mma_tf32(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+__device__ __forceinline__ void dc_mma_tf32(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+        "{%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 #endif
 }
 
-// A thread's share of a 128 x KC slice of a row-major (rows, D) matrix: 4 vectors of 4 floats
-// (16-byte loads when D % 4 == 0: vec), zero outside the matrix.
-__device__ __forceinline__ void dc_km_fetch(float4 (&r)[4], const float *__restrict__ m, i64 rows, int D,
-                                            i64 row0, int d0, bool vec) {
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-        const int e = threadIdx.x + u * DC_BLOCK, row = e / (DC_KM_KC / 4), c = (e % (DC_KM_KC / 4)) * 4;
-        const i64 gr = row0 + row;
-        const int gd = d0 + c;
-        float4 q = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (gr < rows) {
-            if (vec) {
-                if (gd < D) q = __ldg(reinterpret_cast<const float4 *>(m + gr * D + gd));
-            } else {
-                const float *p = m + gr * D;
-                q.x = gd < D ? __ldg(p + gd) : 0.f;
-                q.y = gd + 1 < D ? __ldg(p + gd + 1) : 0.f;
-                q.z = gd + 2 < D ? __ldg(p + gd + 2) : 0.f;
-                q.w = gd + 3 < D ? __ldg(p + gd + 3) : 0.f;
-            }
-        }
-        r[u] = q;
-    }
-}
-__device__ __forceinline__ void dc_km_put(float *s, const float4 (&r)[4]) {
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-        const int e = threadIdx.x + u * DC_BLOCK, row = e / (DC_KM_KC / 4), c = (e % (DC_KM_KC / 4)) * 4;
-        *reinterpret_cast<float4 *>(s + row * DC_KM_LD + c) = r[u];
-    }
+// distconv_kmeans_split: C (K, D) as MMA B fragments, head and tail: out[(q*steps + s)*32 + lane]
+// = {head, head, tail, tail} of C[q*8 + g, s*8 + t] and C[q*8 + g, s*8 + t + 4] for lane (g, t);
+// zero beyond K and D. Threads -> data: one thread per output uint4 (groups x steps x 32).
+__global__ void __launch_bounds__(DC_BLOCK)
+distconv_kmeans_split(const float *__restrict__ C, int K, int D, int groups, int steps, uint4 *__restrict__ out) {
+    const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= (i64)groups * steps * 32) return;
+    const int lane = (int)(e & 31), s = (int)((e >> 5) % steps), q = (int)((e >> 5) / steps);
+    const int c = q * 8 + (lane >> 2), d = s * 8 + (lane & 3);
+    const float v0 = (c < K && d < D) ? C[(i64)c * D + d] : 0.f;
+    const float v1 = (c < K && d + 4 < D) ? C[(i64)c * D + d + 4] : 0.f;
+    uint4 r;
+    dc_tf32_split(v0, r.x, r.z);
+    dc_tf32_split(v1, r.y, r.w);
+    out[e] = r;
 }
 
-__global__ void __launch_bounds__(DC_BLOCK, 1)
-distconv_kmeans_assign_tc(const float *__restrict__ X, i64 n, int D, const float *__restrict__ C, int K,
+// Descriptor value v of the block's row r, dimension d, split into the A-fragment order: per
+// (16-row tile, step of 8 dims) 32 lanes x 4 heads, then 32 lanes x 4 tails (a uint4 a lane),
+// lane (g, t) holding rows g, g+8 x dims t, t+4 as a0..a3 (PTX's m16n8k8 layout).
+__device__ __forceinline__ void dc_km_stage_a(unsigned *xa, int steps, int r, int d, float v) {
+    const int g = r & 7, hi = (r >> 3) & 1, t = d & 3, hi4 = (d >> 2) & 1;
+    const int i = (((r >> 4) * steps + (d >> 3)) * 64 + g * 4 + t) * 4 + hi + 2 * hi4;
+    dc_tf32_split(v, xa[i], xa[i + 32 * 4]);
+}
+
+template <int MT, int NW>
+__global__ void __launch_bounds__(DC_KM_TC_WARPS * 32)
+distconv_kmeans_assign_tc(const float *__restrict__ X, i64 n, int D, const uint4 *__restrict__ Cf, int K, int steps,
                           const float *__restrict__ cnorm, int *__restrict__ labels,
                           const long long *__restrict__ groups, unsigned long long *counts,
                           float *__restrict__ score) {
-    static_assert(DC_BLOCK == 256 && DC_KM_BM == 128 && DC_KM_BN == 128 && DC_KM_KC % 8 == 0, "tile shape");
-    __shared__ __align__(16) float xs[DC_KM_BM * DC_KM_LD];
-    __shared__ __align__(16) float cs[DC_KM_BN * DC_KM_LD];
+    static_assert(DC_KM_TC_KPAD % (NW * 8) == 0, "centroid groups must divide the padding");
+    constexpr int ROWS = MT * 16;
+    extern __shared__ __align__(16) unsigned char dc_smem_raw[];
+    unsigned *xa = reinterpret_cast<unsigned *>(dc_smem_raw);
+    __shared__ float fold_best[DC_KM_TC_WARPS][ROWS];
+    __shared__ int fold_idx[DC_KM_TC_WARPS][ROWS];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-    const int wm = warp >> 2, wn = warp & 3;  // rows wm*64.., centroids wn*32.. of a tile
-    const i64 p0 = (i64)blockIdx.x * DC_KM_BM;
-    const bool vec = (D & 3) == 0;
-    const int slices = (D + DC_KM_KC - 1) / DC_KM_KC, tiles = (K + DC_KM_BN - 1) / DC_KM_BN;
-    float best[8];
-    int bidx[8];
-#pragma unroll
-    for (int i = 0; i < 8; ++i) { best[i] = dc_limits<float>::highest(); bidx[i] = 0; }
-    float4 rx[4], rc[4];
-    dc_km_fetch(rx, X, n, D, p0, 0, vec);
-    dc_km_fetch(rc, C, K, D, 0, 0, vec);
-    float acc[4][4][4];
-    for (int step = 0; step < tiles * slices; ++step) {
-        const int tile = step / slices, slice = step - tile * slices;
-        if (slice == 0) {
-#pragma unroll
-            for (int i = 0; i < 4; ++i)
-#pragma unroll
-                for (int j = 0; j < 4; ++j)
-#pragma unroll
-                    for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.f;
+    const i64 p0 = (i64)blockIdx.x * ROWS;
+    if ((D & 3) == 0) {  // thread -> (row, 4 dims): 16-byte loads
+        const int vpr = steps * 2;
+        for (int e = threadIdx.x; e < ROWS * vpr; e += blockDim.x) {
+            const int r = e / vpr, dim = (e - r * vpr) * 4;
+            float4 q = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (p0 + r < n && dim < D) q = __ldg(reinterpret_cast<const float4 *>(X + (p0 + r) * D + dim));
+            dc_km_stage_a(xa, steps, r, dim, q.x);
+            dc_km_stage_a(xa, steps, r, dim + 1, q.y);
+            dc_km_stage_a(xa, steps, r, dim + 2, q.z);
+            dc_km_stage_a(xa, steps, r, dim + 3, q.w);
         }
-        __syncthreads();  // the previous slice's reads are done
-        dc_km_put(xs, rx);
-        dc_km_put(cs, rc);
-        __syncthreads();
-        if (step + 1 < tiles * slices) {  // the next slice on its way while this one computes
-            const int nt = (step + 1) / slices, ns = step + 1 - nt * slices;
-            dc_km_fetch(rx, X, n, D, p0, ns * DC_KM_KC, vec);
-            dc_km_fetch(rc, C, K, D, (i64)nt * DC_KM_BN, ns * DC_KM_KC, vec);
-        }
-#pragma unroll
-        for (int k = 0; k < DC_KM_KC; k += 8) {
-            unsigned bh[4][2], bl[4][2];
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                const float *cb = cs + (wn * 32 + j * 8 + g) * DC_KM_LD + k + t;
-                dc_tf32_split(cb[0], bh[j][0], bl[j][0]);
-                dc_tf32_split(cb[4], bh[j][1], bl[j][1]);
-            }
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                const float *xb = xs + (wm * 64 + i * 16 + g) * DC_KM_LD + k + t;
-                unsigned ah[4], al[4];
-                dc_tf32_split(xb[0], ah[0], al[0]);
-                dc_tf32_split(xb[8 * DC_KM_LD], ah[1], al[1]);
-                dc_tf32_split(xb[4], ah[2], al[2]);
-                dc_tf32_split(xb[8 * DC_KM_LD + 4], ah[3], al[3]);
-                // small products first; each pass over j: 4 independent accumulators in flight
-#pragma unroll
-                for (int j = 0; j < 4; ++j) dc_mma_tf32(acc[i][j], al, bh[j]);
-#pragma unroll
-                for (int j = 0; j < 4; ++j) dc_mma_tf32(acc[i][j], ah, bl[j]);
-#pragma unroll
-                for (int j = 0; j < 4; ++j) dc_mma_tf32(acc[i][j], ah, bh[j]);
-            }
-        }
-        if (slice == slices - 1) {  // distances of this tile into the running minima
-#pragma unroll
-            for (int j = 0; j < 4; ++j)
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int c = tile * DC_KM_BN + wn * 32 + j * 8 + 2 * t + h;
-                    if (c >= K) continue;
-                    const float cn = __ldg(cnorm + c);
-#pragma unroll
-                    for (int i = 0; i < 4; ++i)
-#pragma unroll
-                        for (int r = 0; r < 2; ++r) {
-                            const float dist = fmaf(-2.0f, acc[i][j][2 * r + h], cn);
-                            const int b = 2 * i + r;  // rows wm*64 + i*16 + r*8 + g
-                            if (dist < best[b] || (dist == best[b] && c < bidx[b])) { best[b] = dist; bidx[b] = c; }
-                        }
-                }
+    } else {
+        for (int e = threadIdx.x; e < ROWS * steps * 8; e += blockDim.x) {
+            const int r = e / (steps * 8), dim = e - r * steps * 8;
+            dc_km_stage_a(xa, steps, r, dim, (p0 + r < n && dim < D) ? __ldg(X + (p0 + r) * D + dim) : 0.f);
         }
     }
-    // fold: the quad's 4 lanes (columns), then the 4 warps of a row block (lowest index on ties)
+    __syncthreads();
+    const uint4 *xw = reinterpret_cast<const uint4 *>(xa) + lane;
+    float best[2 * MT];  // rows m*16 + r*8 + g at [2m + r]
+    int bidx[2 * MT];
 #pragma unroll
-    for (int b = 0; b < 8; ++b)
+    for (int i = 0; i < 2 * MT; ++i) { best[i] = dc_limits<float>::highest(); bidx[i] = 0; }
+    const int ngroups = (K + NW * 8 - 1) / (NW * 8);
+    for (int grp = warp; grp < ngroups; grp += DC_KM_TC_WARPS) {
+        float acc[MT][NW][4];
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+#pragma unroll
+            for (int j = 0; j < NW; ++j)
+#pragma unroll
+                for (int q = 0; q < 4; ++q) acc[m][j][q] = 0.f;
+        const uint4 *cb = Cf + (i64)grp * NW * steps * 32 + lane;
+        uint4 b[NW];
+#pragma unroll
+        for (int j = 0; j < NW; ++j) b[j] = __ldg(cb + j * steps * 32);
+        for (int s = 0; s < steps; ++s) {
+            uint4 bn[NW];
+            if (s + 1 < steps) {
+#pragma unroll
+                for (int j = 0; j < NW; ++j) bn[j] = __ldg(cb + (j * steps + s + 1) * 32);
+            }
+#pragma unroll
+            for (int m = 0; m < MT; ++m) {  // (ptxas interleaves the row tiles' chains itself)
+                const uint4 h = xw[(m * steps + s) * 64], l = xw[(m * steps + s) * 64 + 32];
+                const unsigned ah[4] = {h.x, h.y, h.z, h.w}, al[4] = {l.x, l.y, l.z, l.w};
+                // small products first
+#pragma unroll
+                for (int j = 0; j < NW; ++j) dc_mma_tf32(acc[m][j], al, b[j].x, b[j].y);
+#pragma unroll
+                for (int j = 0; j < NW; ++j) dc_mma_tf32(acc[m][j], ah, b[j].z, b[j].w);
+#pragma unroll
+                for (int j = 0; j < NW; ++j) dc_mma_tf32(acc[m][j], ah, b[j].x, b[j].y);
+            }
+            if (s + 1 < steps) {
+#pragma unroll
+                for (int j = 0; j < NW; ++j) b[j] = bn[j];
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < NW; ++j)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int c = grp * NW * 8 + j * 8 + 2 * t + h;
+                if (c >= K) continue;
+                const float cn = __ldg(cnorm + c);
+#pragma unroll
+                for (int m = 0; m < MT; ++m)
+#pragma unroll
+                    for (int r = 0; r < 2; ++r) {
+                        const float dist = fmaf(-2.0f, acc[m][j][2 * r + h], cn);
+                        if (dist < best[2 * m + r]) { best[2 * m + r] = dist; bidx[2 * m + r] = c; }
+                    }
+            }
+    }
+#pragma unroll
+    for (int b = 0; b < 2 * MT; ++b) {
 #pragma unroll
         for (int off = 1; off < 4; off <<= 1) {
             const float ob = __shfl_xor_sync(0xffffffffu, best[b], off);
             const int oi = __shfl_xor_sync(0xffffffffu, bidx[b], off);
             if (ob < best[b] || (ob == best[b] && oi < bidx[b])) { best[b] = ob; bidx[b] = oi; }
         }
-    __syncthreads();
-    float *fb = xs;                                   // [4][128] minima
-    int *fi = reinterpret_cast<int *>(cs);            // [4][128] indices
-    if (t == 0) {
-#pragma unroll
-        for (int b = 0; b < 8; ++b) {
-            const int row = wm * 64 + (b >> 1) * 16 + (b & 1) * 8 + g;
-            fb[wn * DC_KM_BM + row] = best[b];
-            fi[wn * DC_KM_BM + row] = bidx[b];
+        if (t == 0) {
+            const int row = (b >> 1) * 16 + (b & 1) * 8 + g;
+            fold_best[warp][row] = best[b];
+            fold_idx[warp][row] = bidx[b];
         }
     }
     __syncthreads();
-    if (threadIdx.x < DC_KM_BM) {
-        const int row = threadIdx.x;
-        float bb = fb[row];
-        int bi = fi[row];
+    for (int row = threadIdx.x; row < ROWS; row += blockDim.x) {
+        float bb = fold_best[0][row];
+        int bi = fold_idx[0][row];
 #pragma unroll
-        for (int w = 1; w < 4; ++w) {
-            const float ob = fb[w * DC_KM_BM + row];
-            const int oi = fi[w * DC_KM_BM + row];
+        for (int w = 1; w < DC_KM_TC_WARPS; ++w) {
+            const float ob = fold_best[w][row];
+            const int oi = fold_idx[w][row];
             if (ob < bb || (ob == bb && oi < bi)) { bb = ob; bi = oi; }
         }
         const i64 p = p0 + row;
         if (p < n) {
             labels[p] = bi;
-            if (score) score[p] = bb;
+            if (score) score[p] = bb;  // |c|^2 - 2 x.c of the winner: inertia = sum + |x|^2
             if (groups) atomicAdd(counts + groups[p] * K + bi, 1ull);
         }
     }
 }
-
 // ---------------------------------------------------------------------------------------------
 // distconv_kmeans_accumulate: sums[k, :] += x_i and counts[k] += 1 for every i with label k.
 // Threads -> data: one warp per descriptor (grid-stride), lanes over its dimensions.

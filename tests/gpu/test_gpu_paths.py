@@ -355,11 +355,13 @@ def test_kmeans_assign_and_bovw(cp, rng, K, D):
     np.testing.assert_array_equal(got, ref)
 
 
-@pytest.mark.parametrize("K, D", [(1, 3), (7, 37), (256, 64), (300, 130), (1024, 128)])
+@pytest.mark.parametrize("K, D", [(1, 3), (7, 37), (256, 64), (300, 130), (1024, 128), (70, 200), (5, 600)])
 def test_kmeans_on_tensor_cores_labels_as_the_float32_kernel(cp, rng, K, D):
     """3xTF32 distances label as the float32 kernel does: the same labels except where the two
     best distances of a row lie within float32 rounding, and exact ties (duplicate centroids,
-    points halfway) take the lowest index; partial tiles of rows, centroids and dimensions."""
+    points halfway) take the lowest index; partial tiles of rows, centroids and dimensions;
+    both block shapes (D 64 and 200) and a D whose rows do not fit shared memory (600: the
+    float32 kernel)."""
     from distconv.backends.cuda import kmeans as km
 
     from ..test_kmeans import assert_labels_ok

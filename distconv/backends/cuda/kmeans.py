@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import compute_capability, guard_memory, loader, sm_count
+from . import compute_capability, device_attribute, guard_memory, loader, sm_count
 
 SMEM_ACCUMULATE = 96 * 1024
 
 BLOCK = loader.define("DC_BLOCK")  # threads per block, from kernels/common.cuh
+TC_WARPS = loader.define("DC_KM_TC_WARPS")
+KPAD = loader.define("DC_KM_TC_KPAD")
+# distconv_kmeans_assign_tc<MT, NW>: 16*MT descriptors a block, NW*8 centroids a warp's group.
+# MT 8 while a block's split rows take <= 64 KiB (3 blocks per SM), else 4 (NOTES.md, round 8).
+TC_SHAPES = ((8, 2), (4, 2))
+TC_BLOCK_BYTES = 64 * 1024
 
 
 def _prepare(X, C):
@@ -25,23 +31,56 @@ def _tensor_cores() -> bool:
     return compute_capability() >= 80
 
 
+def _tc_smem(D: int, mt: int) -> int:
+    """Dynamic shared memory of distconv_kmeans_assign_tc: a block's rows, split in two."""
+    return 16 * mt * 8 * -(-D // 8) * 8
+
+
+def _tc_shape(D: int):
+    """The tensor-core kernel's shape for D dimensions, or None when its rows do not fit."""
+    for shape in TC_SHAPES:
+        if _tc_smem(D, shape[0]) <= TC_BLOCK_BYTES:
+            return shape
+    shape = TC_SHAPES[-1]
+    fold = TC_WARPS * 16 * shape[0] * 8  # the kernel's static minima and indices
+    return shape if _tc_smem(D, shape[0]) + fold <= device_attribute("MaxSharedMemoryPerBlockOptin") else None
+
+
+def _split(Cd):
+    """Cd's TF32 heads and tails in the MMA's B-fragment order (distconv_kmeans_split)."""
+    import cupy
+
+    K, D = Cd.shape
+    steps, groups = -(-D // 8), -(-K // KPAD) * KPAD // 8
+    out = cupy.empty((groups * steps * 32, 4), dtype=np.uint32)
+    loader.function("kmeans", "distconv_kmeans_split")(
+        (-(-out.shape[0] // BLOCK),), (BLOCK,), (Cd, np.int32(K), np.int32(D), np.int32(groups), np.int32(steps), out))
+    return out, steps
+
+
 def _assign(Xd, Cd, cnorm, groups=None, counts=None, score=None, tensor_cores=None):
     """Labels of Xd's rows (and the bag-of-words counts, the winners' scores): on tensor cores
-    by 3xTF32 where the GPU has them (``tensor_cores`` None), else the float32 kernel."""
+    by 3xTF32 where the GPU has them (``tensor_cores`` None) and a block's rows fit its shared
+    memory, else the float32 kernel."""
     import cupy
 
     n, D = Xd.shape
+    K = Cd.shape[0]
     labels = cupy.empty(n, dtype=np.int32)
-    if tensor_cores is None:
-        tensor_cores = _tensor_cores()
-    if n:
-        blocks = -(-n // loader.define("DC_KM_BM"))
-        name = "distconv_kmeans_assign_tc" if tensor_cores else "distconv_kmeans_assign"
-        loader.function("kmeans", name)(
-            (blocks,), (BLOCK,), (Xd, np.int64(n), np.int32(D), Cd, np.int32(Cd.shape[0]), cnorm, labels,
-                                groups if groups is not None else np.uint64(0),
-                                counts if counts is not None else np.uint64(0),
-                                score if score is not None else np.uint64(0)))
+    if not n:
+        return labels
+    shape = _tc_shape(D) if (_tensor_cores() if tensor_cores is None else tensor_cores) else None
+    tail = (cnorm, labels, groups if groups is not None else np.uint64(0),
+            counts if counts is not None else np.uint64(0), score if score is not None else np.uint64(0))
+    if shape:
+        Cf, steps = _split(Cd)
+        smem = _tc_smem(D, shape[0])
+        fn = loader.function("kmeans", loader.template("distconv_kmeans_assign_tc", *shape), smem)
+        fn((-(-n // (16 * shape[0])),), (TC_WARPS * 32,),
+           (Xd, np.int64(n), np.int32(D), Cf, np.int32(K), np.int32(steps), *tail), shared_mem=smem)
+    else:
+        loader.function("kmeans", "distconv_kmeans_assign")(
+            (-(-n // loader.define("DC_KM_BM")),), (BLOCK,), (Xd, np.int64(n), np.int32(D), Cd, np.int32(K), *tail))
     return labels
 
 
@@ -86,6 +125,7 @@ def partial_sums(X, C):
     return sums, counts.view(np.int64), inertia
 
 
-INSTANTIATIONS = ["distconv_kmeans_assign", "distconv_kmeans_assign_tc",
+INSTANTIATIONS = ["distconv_kmeans_assign", "distconv_kmeans_split",
+                  *(loader.template("distconv_kmeans_assign_tc", *sh) for sh in TC_SHAPES),
                   loader.template("distconv_kmeans_accumulate", True),
                   loader.template("distconv_kmeans_accumulate", False)]
