@@ -374,10 +374,10 @@ def test_kmeans_on_tensor_cores_labels_as_the_float32_kernel(cp, rng, K, D):
         C[K // 2] = C[0]
         X[:50] = C[1]
         X[50:100] = C[0]
-    Xd, Cd, cnorm = km._prepare(cp.asarray(X), C)
+    Xd, cents = km._prepare(cp.asarray(X), C)
     poison_gpu_pool(X.nbytes)
-    tc = km._assign(Xd, Cd, cnorm, tensor_cores=True).get()
-    f32 = km._assign(Xd, Cd, cnorm, tensor_cores=False).get()
+    tc = km._assign(Xd, cents, tensor_cores=True).get()
+    f32 = km._assign(Xd, cents, tensor_cores=False).get()
     assert_labels_ok(tc, X, C)
     if K > 2:
         assert np.all(tc[:50] == 1) and np.all(tc[50:100] == 0)
@@ -386,6 +386,19 @@ def test_kmeans_on_tensor_cores_labels_as_the_float32_kernel(cp, rng, K, D):
     scale = (X.astype(np.float64) ** 2).sum(1) + (C.astype(np.float64) ** 2).sum(1).max()
     assert np.all(np.abs(gap[tc != f32]) <= 1e-5 * scale[tc != f32])
     assert (tc == f32).mean() > 0.999
+
+
+def test_kmeans_sees_centroids_changed_in_place(cp, rng):
+    """The device copy of the centroids is kept per content, not per array: a vocabulary
+    edited in place between calls labels by its new values."""
+    from ..test_kmeans import assert_labels_ok
+
+    X = rng.standard_normal((3000, 40)).astype(np.float32)
+    C = rng.standard_normal((50, 40)).astype(np.float32)
+    assert_labels_ok(dc.kmeans_assign(cp.asarray(X), C).get(), X, C)
+    C[:] = C[::-1].copy()
+    C[7] += 3
+    assert_labels_ok(dc.kmeans_assign(cp.asarray(X), C).get(), X, C)
 
 
 def test_kmeans_fit_on_gpu_matches_numpy(cp, rng):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import compute_capability, device_attribute, guard_memory, loader, sm_count
@@ -17,13 +19,35 @@ TC_SHAPES = ((8, 2), (4, 2))
 TC_BLOCK_BYTES = 64 * 1024
 
 
+class _Centroids:
+    """Centroids on one device as the kernels read them: float32, squared norms, and (on
+    tensor cores) their split B fragments."""
+
+    def __init__(self, host):
+        import cupy
+
+        self.C = cupy.asarray(host)
+        self.norm = (self.C * self.C).sum(axis=1)
+        self._split = None
+
+    def split(self):
+        if self._split is None:
+            self._split = _split(self.C)
+        return self._split
+
+
+@functools.lru_cache(maxsize=8)
+def _centroids(device: int, data: bytes, shape: tuple) -> _Centroids:
+    # once per device and content: one vocabulary against many images uploads and splits once
+    return _Centroids(np.frombuffer(data, dtype=np.float32).reshape(shape))
+
+
 def _prepare(X, C):
     import cupy
 
     Xd = cupy.ascontiguousarray(X, dtype=np.float32)
-    Cd = cupy.ascontiguousarray(cupy.asarray(C), dtype=np.float32)
-    cnorm = (Cd * Cd).sum(axis=1)
-    return Xd, Cd, cnorm
+    host = np.ascontiguousarray(C.get() if hasattr(C, "get") else C, dtype=np.float32)
+    return Xd, _centroids(cupy.cuda.runtime.getDevice(), host.tobytes(), host.shape)
 
 
 def _tensor_cores() -> bool:
@@ -58,47 +82,46 @@ def _split(Cd):
     return out, steps
 
 
-def _assign(Xd, Cd, cnorm, groups=None, counts=None, score=None, tensor_cores=None):
+def _assign(Xd, cents: _Centroids, groups=None, counts=None, score=None, tensor_cores=None):
     """Labels of Xd's rows (and the bag-of-words counts, the winners' scores): on tensor cores
     by 3xTF32 where the GPU has them (``tensor_cores`` None) and a block's rows fit its shared
     memory, else the float32 kernel."""
     import cupy
 
     n, D = Xd.shape
-    K = Cd.shape[0]
+    K = cents.C.shape[0]
     labels = cupy.empty(n, dtype=np.int32)
     if not n:
         return labels
     shape = _tc_shape(D) if (_tensor_cores() if tensor_cores is None else tensor_cores) else None
-    tail = (cnorm, labels, groups if groups is not None else np.uint64(0),
+    tail = (cents.norm, labels, groups if groups is not None else np.uint64(0),
             counts if counts is not None else np.uint64(0), score if score is not None else np.uint64(0))
     if shape:
-        Cf, steps = _split(Cd)
+        Cf, steps = cents.split()
         smem = _tc_smem(D, shape[0])
         fn = loader.function("kmeans", loader.template("distconv_kmeans_assign_tc", *shape), smem)
         fn((-(-n // (16 * shape[0])),), (TC_WARPS * 32,),
            (Xd, np.int64(n), np.int32(D), Cf, np.int32(K), np.int32(steps), *tail), shared_mem=smem)
     else:
         loader.function("kmeans", "distconv_kmeans_assign")(
-            (-(-n // loader.define("DC_KM_BM")),), (BLOCK,), (Xd, np.int64(n), np.int32(D), Cd, np.int32(K), *tail))
+            (-(-n // loader.define("DC_KM_BM")),), (BLOCK,), (Xd, np.int64(n), np.int32(D), cents.C, np.int32(K), *tail))
     return labels
 
 
 @guard_memory
 def assign(X, C):
-    Xd, Cd, cnorm = _prepare(X, C)
-    return _assign(Xd, Cd, cnorm)
+    return _assign(*_prepare(X, C))
 
 
 @guard_memory
 def bovw(X, C, groups, n_groups: int):
     import cupy
 
-    Xd, Cd, cnorm = _prepare(X, C)
-    K = Cd.shape[0]
+    Xd, cents = _prepare(X, C)
+    K = cents.C.shape[0]
     counts = cupy.zeros(n_groups * K, dtype=np.uint64)
     g = cupy.zeros(Xd.shape[0], dtype=np.int64) if groups is None else cupy.ascontiguousarray(cupy.asarray(groups), dtype=np.int64)
-    _assign(Xd, Cd, cnorm, g, counts)
+    _assign(Xd, cents, g, counts)
     return counts.view(np.int64).reshape(n_groups, K)
 
 
@@ -106,11 +129,11 @@ def bovw(X, C, groups, n_groups: int):
 def partial_sums(X, C):
     import cupy
 
-    Xd, Cd, cnorm = _prepare(X, C)
+    Xd, cents = _prepare(X, C)
     n, D = Xd.shape
-    K = Cd.shape[0]
+    K = cents.C.shape[0]
     score = cupy.empty(n, dtype=np.float32)
-    labels = _assign(Xd, Cd, cnorm, score=score)
+    labels = _assign(Xd, cents, score=score)
     sums = cupy.zeros((K, D), dtype=np.float64)
     counts = cupy.zeros(K, dtype=np.uint64)
     smem = K * D * 4 + K * 4
