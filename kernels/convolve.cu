@@ -64,10 +64,12 @@ __device__ __forceinline__ void dc_correlate_rows(T (&acc)[PY][PX], const T *s, 
 }
 
 // A thread's run of four outputs at column x of an output row o (row length oW): as vectors
-// when rows are 16-byte multiples and the run lies inside the row, else element by element.
+// when rows are 16-byte multiples from a 16-byte aligned start (`aligned`: the caller's out;
+// a long 1-D correlate's rows start wherever its aligned input windows put them) and the run
+// lies inside the row, else element by element.
 template <typename T>
-__device__ __forceinline__ void dc_store_run(T *o, const T (&v)[4], i64 x, i64 oW) {
-    if ((oW % dc_vec16<T>::n) == 0 && x + 4 <= oW) {
+__device__ __forceinline__ void dc_store_run(T *o, const T (&v)[4], i64 x, i64 oW, bool aligned = true) {
+    if (aligned && (oW % dc_vec16<T>::n) == 0 && x + 4 <= oW) {
         dc_store4(o, v[0], v[1], v[2], v[3]);
     } else {
 #pragma unroll
@@ -164,7 +166,8 @@ distconv_correlate_tiled(const __grid_constant__ DcTile src, T *__restrict__ out
                 const i64 y = y0 + ty * PY + py;
                 if (y >= oH) continue;
                 const i64 x = x0 + tx * PX;
-                dc_store_run(out + (z * oH + y) * oW + x, acc[py], x, oW);
+                dc_store_run(out + (z * oH + y) * oW + x, acc[py], x, oW,
+                             reinterpret_cast<unsigned long long>(out) % 16 == 0);
             }
         }
     }

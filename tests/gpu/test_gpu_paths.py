@@ -50,6 +50,45 @@ def test_tiled_and_direct_kernels_big_masks(gpu, rng):
     assert_matches(got, ref)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_long_1d_correlate_folded_into_rows(cp, rng, dtype, monkeypatch):
+    """A long 1-D correlate runs its interior as rows of overlapping windows (2-D tiles): every
+    mode and origin, masks short and long, even and odd, a signal whose start is not 16-byte
+    aligned, a halo tile (the ends are not global edges); scipy's result, and bit for bit the
+    one-row kernel's (the same order of taps). A signal that wraps around stays in one row."""
+    from distconv.backends.cuda import convolve
+    from distconv.core.tile import Tile
+
+    monkeypatch.setattr(convolve, "FOLD_ROW", 512)  # many rows, a partial last row tile
+    folds = []
+    fold = convolve._fold_rows
+    monkeypatch.setattr(convolve, "_fold_rows", lambda *a: folds.append(fold(*a)) or folds[-1])
+    x = rng.standard_normal(160_003).astype(dtype)
+    for K, origin, mode in [(31, 0, "reflect"), (32, -3, "wrap"), (3, 1, "constant"), (9, 0, "mirror"),
+                            (17, 8, "nearest"), (2, 0, "reflect")]:
+        w = rng.standard_normal(K)
+        for start in (0, 1):
+            xs = x[start:]
+            folds.clear()
+            got = dc.correlate1d(cp.asarray(x)[start:], w, mode=mode, cval=0.5, origin=origin)
+            assert folds and (folds[0] != (0, 0)) == (mode != "wrap")  # wrap: the ends need the far end
+            ref = ndi.correlate1d(xs.astype(np.float64), w, mode=mode, cval=0.5, origin=origin)
+            assert_matches(got, ref.astype(dtype), scale=np.abs(ref).max())
+            monkeypatch.setattr(convolve, "FOLD_MIN_TILES", 10**9)
+            one_row = dc.correlate1d(cp.asarray(x)[start:], w, mode=mode, cval=0.5, origin=origin)
+            monkeypatch.setattr(convolve, "FOLD_MIN_TILES", 4)
+            np.testing.assert_array_equal(got.get(), one_row.get())
+    w = rng.standard_normal(31)
+    ext = cp.asarray(x)
+    halo = Tile.extended(ext, ((15, 15),))  # a chunk with its neighbours' halos
+    poison_gpu_pool(x.nbytes)
+    folds.clear()
+    got = convolve.correlate(halo, w, "reflect", 0.0, (0,))
+    assert folds[0] != (0, 0)
+    ref = ndi.correlate1d(x.astype(np.float64), w, mode="reflect")[15:-15]
+    assert_matches(got, ref.astype(dtype), scale=np.abs(ref).max())
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_3d_masks_sliding_along_z(cp, gpu, rng, mode, monkeypatch):
     """3-D masks run by the sliding kernel (each plane staged once): numpy's result, every

@@ -73,11 +73,64 @@ def _correlate(tile: Tile, weights: np.ndarray, mode: str, cval: float, origin: 
     k3 = tuple(weights.shape[g[0]] if len(g) == 1 else 1 for g in gs)
     offs = tuple(_offset(tile, g, weights.shape, origin) for g in gs)
     res = target(out, tile.centre.shape, T)
-    if res.size:
+    mask3 = np.asarray(weights, dtype=T).reshape(k3)
+    folded = _fold_rows(tile, res, mask3, offs[2], mode, cval) if res.size else (0, 0)
+    if folded != (0, 0):  # the rest: a few outputs at each end, through the one-row tiles
+        lo, hi = tile.halo[0]
+        left, (start, stop) = lo - offs[2], folded
+        ext = tile.whole if tile.whole is not None else tile.centre
+        if start:
+            head = Tile.extended(ext[: lo + start + weights.shape[0] - 1 - left], ((lo, weights.shape[0] - 1 - left),))
+            _correlate(head, weights, mode, cval, origin, T, res[:start])
+        if stop < res.size:
+            tail = Tile.extended(ext[lo + stop - left:], ((left, hi),))
+            _correlate(tail, weights, mode, cval, origin, T, res[stop:])
+    elif res.size:
         src, _keep = dc_tile(tile, gs)
-        launch(src, res, group_sizes(res.shape, gs), offs, np.asarray(weights, dtype=T).reshape(k3),
-               MODES[mode], cval)
+        launch(src, res, group_sizes(res.shape, gs), offs, mask3, MODES[mode], cval)
     return into(out, _to_dtype(res, dtype))
+
+
+# A long 1-D correlate runs its interior as rows of FOLD_ROW outputs (a multiple of the tiled
+# kernel's tile width) when that makes at least FOLD_MIN_TILES row tiles (NOTES.md, round 8).
+FOLD_ROW = 8192
+FOLD_MIN_TILES = 4
+
+
+def _fold_rows(tile: Tile, res, mask3: np.ndarray, off: int, mode: str, cval: float) -> tuple:
+    """Write the interior of a long 1-D correlate as a 2-D one: R rows of FOLD_ROW outputs, row r
+    reading an overlapping window of the signal (a strided view: no copies), so the tiled
+    kernel's 2-D tiles (8 outputs a thread, its windows 16-byte aligned) replace its one-row
+    tiles (4 outputs a thread, staged 4 bytes at a time where the mask's reach misaligns them).
+    Returns the outputs written, (start, stop); (0, 0) when the signal is short, the mask is not
+    1-D, the tile's pieces are not one buffer, or it wraps around a global edge."""
+    from cupy.lib.stride_tricks import as_strided
+
+    T = res.dtype
+    KD, KH, KW = mask3.shape
+    whole = tile.whole if tile.whole is not None else tile.centre if tile.halo == ((0, 0),) else None
+    if tile.ndim != 1 or KD * KH != 1 or KW > MAX_TILED or whole is None or whole.strides != (T.itemsize,):
+        return (0, 0)
+    (lo, hi), n, isz = tile.halo[0], tile.centre.shape[0], T.itemsize
+    if mode == "wrap" and not (lo and hi):  # the ends would need the far end of the signal
+        return (0, 0)
+    left = lo - off  # reach of the mask before an output
+    BX, BY, PX, PY = tiled_shape(T, 1, KW, 2)
+    vn = 16 // isz
+    width = FOLD_ROW - PX + -(-(PX + KW - 1) // vn) * vn  # the last row tile's staged window ends here
+    start = max(0, left - lo)
+    while (whole.data.ptr + (lo + start - left) * isz) % 16:  # 16-byte copies: windows aligned
+        start += 1
+    first = lo + start - left  # the first row's first input
+    rows = min((whole.shape[0] - first - width) // FOLD_ROW + 1, (n - start) // FOLD_ROW) if whole.shape[0] >= first + width else 0
+    rows -= rows % (BY * PY)  # whole row tiles: every window inside the view
+    if rows < FOLD_MIN_TILES * BY * PY:
+        return (0, 0)
+    view = as_strided(whole[first:], (rows, width), (FOLD_ROW * isz, isz))
+    src, _keep = dc_tile(Tile.of(view), [[], [0], [1]])
+    out = res[start:start + rows * FOLD_ROW].reshape(rows, FOLD_ROW)
+    launch(src, out, (1, rows, FOLD_ROW), (0, 0, 0), mask3, MODES[mode], cval)
+    return (start, start + rows * FOLD_ROW)
 
 
 def _to_dtype(out, dtype):
@@ -105,6 +158,9 @@ def correlate_passes(block, passes: list, mode, cval: float, dtype=None, out=Non
     if not passes:
         return into(out, tile.centre.astype(dtype))
     cur = as_dtype(tile, T)
+    if cur.ndim == 1:  # a signal's one pass: _correlate, which runs a long one as rows
+        (axis, w, origin), = passes
+        return _correlate(cur, np.asarray(w), mode_of(mode, axis), cval, (origin,), dtype=dtype, out=out)
     short = separable.short_pair(cur, passes, mode) if dtype == T == np.float32 else None
     if short is not None:
         weights, mode2d, origin = short  # an outer product of passes: zero taps count, as in 1-D
