@@ -116,13 +116,12 @@ def _fold_rows(tile: Tile, res, mask3: np.ndarray, off: int, mode: str, cval: fl
         return (0, 0)
     left = lo - off  # reach of the mask before an output
     BX, BY, PX, PY = tiled_shape(T, 1, KW, 2)
-    vn = 16 // isz
-    width = FOLD_ROW - PX + -(-(PX + KW - 1) // vn) * vn  # the last row tile's staged window ends here
+    width = FOLD_ROW - BX * PX + _staged_width(T, KW, BX, PX)  # where the last tile's window ends
     start = max(0, left - lo)
     while (whole.data.ptr + (lo + start - left) * isz) % 16:  # 16-byte copies: windows aligned
         start += 1
     first = lo + start - left  # the first row's first input
-    rows = min((whole.shape[0] - first - width) // FOLD_ROW + 1, (n - start) // FOLD_ROW) if whole.shape[0] >= first + width else 0
+    rows = min(n - start, whole.shape[0] - first - width + FOLD_ROW) // FOLD_ROW  # the last window inside
     rows -= rows % (BY * PY)  # whole row tiles: every window inside the view
     if rows < FOLD_MIN_TILES * BY * PY:
         return (0, 0)
@@ -258,11 +257,16 @@ def slide_planes(KD: int) -> int:
     return 32 if KD <= 3 else 64
 
 
+def _staged_width(T, KW: int, BX: int, PX: int) -> int:
+    """Columns of a tile the tiled and sliding kernels stage (their headers' SWP): the last
+    thread's window rounded up to whole 16-byte vectors."""
+    vn = 16 // T.itemsize
+    return (BX - 1) * PX + -(-(PX + KW - 1) // vn) * vn
+
+
 def _plane_bytes(T, KH: int, KW: int, BX: int, BY: int, PX: int, PY: int) -> int:
     """One staged plane of the tiled and sliding kernels (their headers' SH x SWP)."""
-    vn = 16 // T.itemsize
-    wn = -(-(PX + KW - 1) // vn) * vn
-    return (BY * PY + KH - 1) * ((BX - 1) * PX + wn) * T.itemsize
+    return (BY * PY + KH - 1) * _staged_width(T, KW, BX, PX) * T.itemsize
 
 
 def launch(src, out, out3, offs, mask3: np.ndarray, mode: int, cval: float):
