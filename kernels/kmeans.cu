@@ -315,6 +315,7 @@ distconv_kmeans_assign_tc(const float *__restrict__ X, i64 n, int D, const uint4
         }
     }
 }
+
 // ---------------------------------------------------------------------------------------------
 // distconv_kmeans_accumulate: sums[k, :] += x_i and counts[k] += 1 for every i with label k.
 // Threads -> data: one warp per descriptor (grid-stride), lanes over its dimensions.

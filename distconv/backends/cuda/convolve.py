@@ -74,18 +74,7 @@ def _correlate(tile: Tile, weights: np.ndarray, mode: str, cval: float, origin: 
     offs = tuple(_offset(tile, g, weights.shape, origin) for g in gs)
     res = target(out, tile.centre.shape, T)
     mask3 = np.asarray(weights, dtype=T).reshape(k3)
-    folded = _fold_rows(tile, res, mask3, offs[2], mode, cval) if res.size else (0, 0)
-    if folded != (0, 0):  # the rest: a few outputs at each end, through the one-row tiles
-        lo, hi = tile.halo[0]
-        left, (start, stop) = lo - offs[2], folded
-        ext = tile.whole if tile.whole is not None else tile.centre
-        if start:
-            head = Tile.extended(ext[: lo + start + weights.shape[0] - 1 - left], ((lo, weights.shape[0] - 1 - left),))
-            _correlate(head, weights, mode, cval, origin, T, res[:start])
-        if stop < res.size:
-            tail = Tile.extended(ext[lo + stop - left:], ((left, hi),))
-            _correlate(tail, weights, mode, cval, origin, T, res[stop:])
-    elif res.size:
+    if res.size and not _fold_rows(tile, res, weights, mask3, offs[2], mode, cval, origin):
         src, _keep = dc_tile(tile, gs)
         launch(src, res, group_sizes(res.shape, gs), offs, mask3, MODES[mode], cval)
     return into(out, _to_dtype(res, dtype))
@@ -97,24 +86,26 @@ FOLD_ROW = 8192
 FOLD_MIN_TILES = 4
 
 
-def _fold_rows(tile: Tile, res, mask3: np.ndarray, off: int, mode: str, cval: float) -> tuple:
-    """Write the interior of a long 1-D correlate as a 2-D one: R rows of FOLD_ROW outputs, row r
-    reading an overlapping window of the signal (a strided view: no copies), so the tiled
-    kernel's 2-D tiles (8 outputs a thread, its windows 16-byte aligned) replace its one-row
-    tiles (4 outputs a thread, staged 4 bytes at a time where the mask's reach misaligns them).
-    Returns the outputs written, (start, stop); (0, 0) when the signal is short, the mask is not
-    1-D, the tile's pieces are not one buffer, or it wraps around a global edge."""
+def _fold_rows(tile: Tile, res, weights, mask3: np.ndarray, off: int, mode: str, cval: float, origin) -> bool:
+    """Write a long 1-D correlate into res with its interior as a 2-D one: R rows of FOLD_ROW
+    outputs, row r reading an overlapping window of the signal (a strided view: no copies), so
+    the tiled kernel's 2-D tiles (8 outputs a thread, its windows 16-byte aligned) replace its
+    one-row tiles (4 outputs a thread, staged 4 bytes at a time where the mask's reach
+    misaligns them); the few outputs at each end, where the mode applies, through the one-row
+    tiles. False, with nothing written, when the signal is short, the mask is not 1-D, the
+    tile's pieces are not one buffer, or it wraps around a global edge."""
     from cupy.lib.stride_tricks import as_strided
 
     T = res.dtype
     KD, KH, KW = mask3.shape
     whole = tile.whole if tile.whole is not None else tile.centre if tile.halo == ((0, 0),) else None
     if tile.ndim != 1 or KD * KH != 1 or KW > MAX_TILED or whole is None or whole.strides != (T.itemsize,):
-        return (0, 0)
+        return False
     (lo, hi), n, isz = tile.halo[0], tile.centre.shape[0], T.itemsize
     if mode == "wrap" and not (lo and hi):  # the ends would need the far end of the signal
-        return (0, 0)
+        return False
     left = lo - off  # reach of the mask before an output
+    right = KW - 1 - left  # ... and after it
     BX, BY, PX, PY = tiled_shape(T, 1, KW, 2)
     width = FOLD_ROW - BX * PX + _staged_width(T, KW, BX, PX)  # where the last tile's window ends
     start = max(0, left - lo)
@@ -124,12 +115,18 @@ def _fold_rows(tile: Tile, res, mask3: np.ndarray, off: int, mode: str, cval: fl
     rows = min(n - start, whole.shape[0] - first - width + FOLD_ROW) // FOLD_ROW  # the last window inside
     rows -= rows % (BY * PY)  # whole row tiles: every window inside the view
     if rows < FOLD_MIN_TILES * BY * PY:
-        return (0, 0)
+        return False
+    stop = start + rows * FOLD_ROW
     view = as_strided(whole[first:], (rows, width), (FOLD_ROW * isz, isz))
     src, _keep = dc_tile(Tile.of(view), [[], [0], [1]])
-    out = res[start:start + rows * FOLD_ROW].reshape(rows, FOLD_ROW)
-    launch(src, out, (1, rows, FOLD_ROW), (0, 0, 0), mask3, MODES[mode], cval)
-    return (start, start + rows * FOLD_ROW)
+    launch(src, res[start:stop].reshape(rows, FOLD_ROW), (1, rows, FOLD_ROW), (0, 0, 0), mask3, MODES[mode], cval)
+    if start:
+        _correlate(Tile.extended(whole[: lo + start + right], ((lo, right),)), weights, mode, cval, origin, T,
+                   res[:start])
+    if stop < n:
+        _correlate(Tile.extended(whole[lo + stop - left:], ((left, hi),)), weights, mode, cval, origin, T,
+                   res[stop:])
+    return True
 
 
 def _to_dtype(out, dtype):
