@@ -2,8 +2,11 @@
 imported: distconv/__init__.py).
 
 Every op of the registry with a named form takes dimension names instead of axes and keeps
-dims, coords, attrs and name (ops/named.py). Dataset methods apply to each data variable that
-has the dims and pass the others through unchanged. This module imports only xarray: the
+dims, coords, attrs and name (ops/named.py). Every per-dim argument (size, sigma, order, mode,
+cval, origin, spacing, footprint) is read one way, by ops/per_dim.py: one value, a sequence in
+the order the call names its dims, or {dim: value}; the dims a call does not name are left
+alone. Dataset methods apply to each data variable that has the dims the call names and pass
+the others through unchanged. This module imports only xarray: the
 methods are attached from the registry when an accessor is first made, so registering it costs
 nothing of dask's or the ops' imports.
 """

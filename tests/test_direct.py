@@ -17,7 +17,7 @@ from distconv.batch import direct
 from distconv import engine
 from distconv.engine import ownership, read, shards, slots
 
-from .helpers import read_rows, small_engine_blocks, write_block
+from .helpers import leave_block_marks, read_rows, small_engine_blocks, write_block
 
 
 def _workflow(tmp_path, shape, chunks, steps, **outputs):
@@ -102,11 +102,9 @@ def test_resume_writes_only_missing_blocks(tmp_path, small_blocks):
     out = Path(wf.outputs["path"])
     clean = _stored(out)[...]
     (out / ownership.COMPLETE).unlink()
-    (out / ownership.BLOCKS).mkdir()
     x = _stored(wf.input["path"])
     job, _, _ = direct.plan(wf, False, x.ndim, x.dtype, x.shape, x.chunks)
-    for i in range(1, len(job.row_blocks)):
-        (out / ownership.BLOCKS / engine.block_mark(job, i)).touch()
+    leave_block_marks(out, [engine.block_mark(job, i) for i in range(1, len(job.row_blocks))])
     victim = next((out / "c").iterdir())
     for f in victim.rglob("*"):
         if f.is_file():

@@ -2,6 +2,7 @@
 out through fsspec, values checked against scipy, and the ownership rules (never delete what
 distconv did not write, resume) holding on object keys as they do on folders."""
 
+import json
 import subprocess
 import sys
 import uuid
@@ -14,7 +15,7 @@ import zarr
 
 from distconv import batch as workflow
 from distconv.batch import direct
-from distconv.engine.ownership import BLOCKS, COMPLETE, block_name
+from distconv.engine.ownership import BLOCKS, COMPLETE, OWNER, block_name
 
 from .helpers import small_engine_blocks
 
@@ -149,8 +150,9 @@ def test_resume_on_s3_writes_the_missing_blocks(tmp_path, s3, rng, monkeypatch, 
         blocks = [(16 * i, 16 * i + 16) for i in range(4)]
     # as an interrupted run leaves it: no completion mark, rows 16:32 never written
     fs.rm(f"{bucket}/out.zarr/{COMPLETE}")
+    token = json.loads(fs.cat_file(f"{bucket}/out.zarr/{OWNER}"))["token"]
     for r0, r1 in blocks[:1] + blocks[2:]:
-        fs.pipe_file(f"{bucket}/out.zarr/{BLOCKS}/{block_name([(r0, r1), (0, 45)])}", b"")
+        fs.pipe_file(f"{bucket}/out.zarr/{BLOCKS}/{block_name([(r0, r1), (0, 45)])}.{token}", b"")
     zarr.open_array(f"{base}/out.zarr", mode="r+")[16:32] = 0
     with pytest.raises(workflow.WorkflowError, match="incomplete"):
         workflow.run(wf, progress=False)

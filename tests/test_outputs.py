@@ -110,10 +110,10 @@ def test_histogram_and_report_may_not_land_in_the_input(tmp_path):
 def test_python_store_overwrite_keeps_foreign_folder(tmp_path):
     import dask.array as da
 
-    from distconv.engine import storage as io
+    import distconv as dc
 
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "x.txt").write_text("x")
     with pytest.raises(outputs.OutputError, match="not written by distconv"):
-        io.store(da.zeros((4, 4), chunks=2), str(tmp_path / "d"), overwrite=True)
+        dc.to_zarr(da.zeros((4, 4), chunks=2), str(tmp_path / "d"), overwrite=True)
     assert (tmp_path / "d" / "x.txt").read_text() == "x"

@@ -111,6 +111,29 @@ def test_runs_on_a_kept_cluster_are_handed_to_its_warm_process(tmp_path):
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
         np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "out.zarr"))[...], ndi.median_filter(x, 7))
+
+        # Ctrl-C mid-job, then at once another job --overwrite into the same output: the first
+        # run's blocks were stopped before the command returned, so the output is the second's
+        (tmp_path / "a.yaml").write_text("input: {path: in.zarr}\nchunks: [64, 384]\nsteps:\n"
+                                         "  - {op: median_filter, size: 9, mode: wrap}\noutputs: {path: out.zarr}\n")
+        (tmp_path / "b.yaml").write_text("input: {path: in.zarr}\nchunks: [64, 384]\nsteps:\n"
+                                         "  - {op: gaussian_filter, sigma: 3.0, mode: wrap}\noutputs: {path: out.zarr}\n")
+        proc = _handed(tmp_path, "run", "a.yaml", "--cluster", str(c), "--overwrite", "--no-progress",
+                       start_new_session=True)
+        deadline = time.time() + 120
+        while time.time() < deadline and not (marks.is_dir() and any(marks.iterdir())):
+            time.sleep(0.002)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, (out, err)
+        owner = json.loads((tmp_path / "out.zarr" / ownership.OWNER).read_text())
+        assert owner["run"] is None, owner  # stopped before the command returned
+        proc = _handed(tmp_path, "run", "b.yaml", "--cluster", str(c), "--overwrite", "--no-progress")
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        time.sleep(1.0)  # anything of a's still running would have written by now
+        np.testing.assert_allclose(zarr.open_array(str(tmp_path / "out.zarr"))[...],
+                                   ndi.gaussian_filter(x, 3.0, mode="wrap"), rtol=1e-5, atol=1e-6)
     finally:
         assert _cli(tmp_path, "cluster", "stop").returncode == 0
     deadline = time.time() + 30  # the warm process ends with the cluster's

@@ -158,11 +158,10 @@ def _interrupt(out, marks):
     blocks 2 and 4) never written, the other blocks' marks there."""
     from distconv.engine.ownership import block_name
 
+    from .helpers import leave_block_marks
+
     (out / workflow.MARKER).unlink()
-    marks.mkdir()
-    for i in range(6):
-        if i not in (2, 4):
-            (marks / block_name([(16 * i, 16 * i + 16), (0, 80)])).touch()
+    leave_block_marks(out, [block_name([(16 * i, 16 * i + 16), (0, 80)]) for i in range(6) if i not in (2, 4)])
     z = zarr.open_array(str(out), mode="r+")
     z[32:48] = 0
     z[64:80] = 0
@@ -207,9 +206,72 @@ def test_every_problem_of_a_file_reported_at_once(tmp_path):
 def test_unsupported_synthetic_dtype_refused_before_it_is_written(tmp_path):
     doc = _demo_doc()
     doc["input"]["synthetic"]["dtype"] = "complex64"
-    with pytest.raises(workflow.WorkflowError, match="the input has dtype complex64"):
+    with pytest.raises(workflow.WorkflowError, match="input.synthetic.dtype 'complex64' is a dtype distconv "
+                                                     "does not process"):
         _load_doc(tmp_path, doc)
     assert not any(tmp_path.rglob("*.zarr"))
+
+
+@pytest.mark.parametrize("dtype", ["int16", "uint8", "int32", "bool", "float64"])
+def test_synthetic_input_has_the_dtype_asked_for(tmp_path, dtype):
+    """input.synthetic.dtype is the stored input's dtype; integers take many values, in range."""
+    from distconv.batch.inputs import ensure_input
+
+    doc = _demo_doc()
+    doc["input"]["synthetic"]["dtype"] = dtype
+    doc["steps"] = doc["steps"][:1]
+    wf = _load_doc(tmp_path, doc)
+    ensure_input(wf)
+    data = read(wf.input["path"])
+    assert data.dtype == np.dtype(dtype)
+    if data.dtype.kind in "iu":
+        assert len(np.unique(data)) > 50 and np.abs(data.astype(np.int64)).max() <= 1000
+    gradient = yaml.safe_load((ROOT / "workflows" / "gradient.yaml").read_text())
+    gradient["input"]["synthetic"].update(shape=[2, 9, 12], chunks=[1, 9, 12], dtype=dtype)
+    (tmp_path / "ds").mkdir()
+    wf = _load_doc(tmp_path / "ds", gradient)
+    ensure_input(wf)
+    import xarray as xr
+
+    assert xr.open_zarr(wf.input["path"])[wf.input["variable"]].dtype == np.dtype(dtype)
+
+
+def test_bad_synthetic_dtype_named_with_the_other_problems(tmp_path):
+    """A misspelt dtype names its key and value, and the steps are still checked."""
+    doc = _demo_doc(sigma=-1.0)
+    doc["input"]["synthetic"]["dtype"] = "flaot32"
+    with pytest.raises(workflow.WorkflowError) as e:
+        _load_doc(tmp_path, doc)
+    msg = str(e.value)
+    assert "input.synthetic.dtype 'flaot32' is not a dtype (did you mean 'float32'?)" in msg
+    assert "step 1 (gaussian_filter): sigma must be >= 0" in msg
+    assert not any(tmp_path.rglob("*.zarr"))
+
+
+def test_ragged_weights_name_the_step_and_key(tmp_path):
+    doc = _demo_doc()
+    doc["steps"][1]["weights"] = [[1, 2], [3]]
+    with pytest.raises(workflow.WorkflowError, match=r"step 2 \(correlate\): weights must be a rectangular "
+                                                     r"array \(every row of one length\), got \[\[1, 2\], \[3\]\]"):
+        _load_doc(tmp_path, doc)
+
+
+def test_float16_input_said_once(tmp_path):
+    """An input of a dtype distconv does not process: one message (the steps are checked on a
+    stand-in, not refused again for the same dtype)."""
+    z = zarr.create_array(str(tmp_path / "half.zarr"), shape=(32, 32), chunks=(16, 16), dtype="float16")
+    z[:] = 1
+    doc = _demo_doc()
+    doc["input"] = {"path": str(tmp_path / "half.zarr")}
+    with pytest.raises(workflow.WorkflowError) as e:
+        _load_doc(tmp_path, doc)
+    assert str(e.value) == ("the input has dtype float16, which distconv does not process; use "
+                            "float32/float64, integers or bool")
+    doc["input"] = {"path": str(tmp_path / "h.zarr"), "synthetic": {"shape": [8, 8], "chunks": [8, 8],
+                                                                    "dtype": "float16"}}
+    with pytest.raises(workflow.WorkflowError) as e:
+        _load_doc(tmp_path, doc)
+    assert str(e.value).count("float16") == 1 and "input.synthetic.dtype 'float16'" in str(e.value)
 
 
 def test_dataset_variable_and_dims_checked_at_load(tmp_path):

@@ -32,11 +32,12 @@ class General:
         self.array_path, self.shape, self.dtype = str(wf.outputs["path"]), self.data.shape, self.data.dtype
         self.skipped = 0
 
-    def graph(self, array_path, attrs, dims, resuming, client):
-        self.skipped = storage.written_bytes(self.data, array_path, self.storage_chunks) if resuming else 0
+    def graph(self, array_path, attrs, dims, claim, client):
+        self.skipped = (storage.written_bytes(self.data, array_path, claim.token, self.storage_chunks)
+                        if claim.resuming else 0)
         self.bytes_in, self.bytes_out = self.nbytes_in - self.skipped, self.data.nbytes - self.skipped
-        return storage.store_into(self.data, array_path, self.storage_chunks, self.wf.outputs.get("codec", "zstd"),
-                                  attrs, resuming, dims)
+        return storage.store_into(self.data, array_path, claim, self.storage_chunks,
+                                  self.wf.outputs.get("codec", "zstd"), attrs, dims)
 
     def histogram(self, results, client):
         hist = self.wf.outputs.get("histogram")
@@ -59,14 +60,17 @@ class Direct:
         self._row_in = int(np.prod(self.shape[1:])) * src.dtype.itemsize
         self._row_out = int(np.prod(self.shape[1:])) * np.dtype(self.dtype).itemsize
 
-    def graph(self, array_path, attrs, dims, resuming, client):
-        job = self.job
+    def graph(self, array_path, attrs, dims, claim, client):
+        import dataclasses
+
+        job = self.job = dataclasses.replace(self.job, owner=claim)  # its blocks write while it owns the output
+        resuming = claim.resuming
         if not (resuming and Location(array_path).child("zarr.json").exists()):
             engine.create_output(array_path, self.shape, job.layout.dtype, job.layout, attrs, dims)
         # the block marks' folder, also for a run resumed after the last one dropped it (it was
         # interrupted between finishing the blocks and marking the output complete)
         Location(array_path).child(ownership.BLOCKS).make_dir()
-        done = ownership.written_blocks(array_path) if resuming else set()
+        done = ownership.written_blocks(array_path, claim.token) if resuming else set()
         skipped_rows = sum(r1 - r0 for i, (r0, r1) in enumerate(job.row_blocks) if engine.block_mark(job, i) in done)
         # a resumed run with a histogram or a carried scan still reads every block, writes the missing
         rereads = self.edges is not None or job.carried

@@ -68,13 +68,16 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     # one pipeline: the engine's plan where it takes the workflow, else the general one, then
     # the same claim, dataset frame, compute, finish and summary
     plan = plans.choose(wf, gpu)
-    resuming = ownership.claim(str(out_path), overwrite, resume, job=job)
+    claim = ownership.claim(str(out_path), overwrite, resume, job=job)
     array_path, attrs, dims = plan.array_path, _attrs(wf), None
     if plan.frame is not None:  # a dataset in, a dataset out: xr.open_zarr(output) gives it back
-        array_path, attrs, dims = _dataset_frame(wf, plan.frame, resuming)
-    graph = plan.graph(array_path, attrs, dims, resuming, client)
-    step_seconds, results = _compute(graph, client, progress)
-    _finish(wf, array_path, dims is not None)
+        array_path, attrs, dims = _dataset_frame(wf, plan.frame, claim.resuming)
+    graph = plan.graph(array_path, attrs, dims, claim, client)
+    try:
+        step_seconds, results = _compute(graph, client, progress, claim)
+        _finish(wf, array_path, dims is not None, claim)
+    except ownership.Superseded as e:  # another run claimed the output meanwhile
+        raise WorkflowError(str(e)) from None
     hist = plan.histogram(results, client)  # counted in the job's time
     summary = _summary(wf, client, t0, plan.shape, plan.dtype, plan.bytes_in, plan.bytes_out, plan.skipped,
                        step_seconds, plan.says(results))
@@ -99,12 +102,12 @@ def _dataset_frame(wf: Workflow, result, resuming: bool):
             list(map(str, result.dims)))
 
 
-def _finish(wf: Workflow, array_path: str, dataset: bool):
+def _finish(wf: Workflow, array_path: str, dataset: bool, claim: ownership.Claim):
     """The block marks dropped, a dataset's metadata consolidated, then the completion mark."""
     storage.finish(array_path)
     if dataset:
         storage.consolidate(str(wf.outputs["path"]))
-    ownership.mark_complete(str(wf.outputs["path"]), {"workflow": wf.name})
+    ownership.mark_complete(str(wf.outputs["path"]), {"workflow": wf.name}, claim)
 
 
 def _summary(wf: Workflow, client, t0: float, shape, dtype, bytes_in: int, bytes_out: int, resumed: int,
@@ -137,24 +140,18 @@ def _with_files(summary: dict, wf: Workflow, hist, source, array_path: str) -> d
     return summary
 
 
-def _compute(job, client, progress) -> tuple[dict, object]:
-    """Run the job; returns busy seconds per task prefix (the steps, as the dashboard names
-    them: distconv-gaussian, distconv-correlate, distconv-store, ...) when on a cluster, and
-    the computed results."""
+def _compute(job, client, progress, claim: ownership.Claim) -> tuple[dict, object]:
+    """Run the job (engine.compute: stopped on the cluster when interrupted or failed); returns
+    busy seconds per task prefix (the steps, as the dashboard names them: distconv-gaussian,
+    distconv-correlate, distconv-store, ...) when on a cluster, and the computed results."""
     if client is None:
-        import dask
-
-        with engine.local_blocks():
-            return {}, dask.compute(job)[0]
+        return {}, engine.compute(job, None, claim)
     from dask.utils import key_split
     from distributed import get_task_stream
 
     with get_task_stream(client) as ts:
         submitted = time.time()
-        fut = client.compute(job)
-        if progress:
-            _show_progress(fut)
-        results = client.gather(fut)
+        results = engine.compute(job, client, claim, _show_progress if progress else None)
     busy: dict = {}
     starts = [s["start"] for task in ts.data for s in task.get("startstops", ()) if s["action"] == "compute"]
     if starts:

@@ -2,6 +2,7 @@
 block from read to write, behind every face (`distconv run`, ``dc.to_zarr``, the xarray
 accessor's ``to_zarr``).
 
+- compute.py: a write's graph computed so that an interrupted or failed run stops its blocks
 - plan.py: the job (its blocks, the output's layout, which blocks run in this run)
 - job.py: a block's task and the dask graph of a job's blocks
 - placement.py: which worker runs which blocks, and a block whose worker died runs elsewhere
@@ -14,6 +15,7 @@ accessor's ``to_zarr``).
   removed), location.py (local folders and object stores alike)
 """
 
+from .compute import compute
 from .config import batch_bytes, device_blocks, held_bytes, io_slots, open_with_settings, prewarm_enabled, zarr_settings
 from .job import graph, run_block
 from .placement import workers
@@ -21,6 +23,6 @@ from .plan import Job, block_mark, plan
 from .slots import local_blocks
 from .write import create_output, shard_shape
 
-__all__ = ["Job", "batch_bytes", "block_mark", "create_output", "device_blocks", "graph", "held_bytes",
+__all__ = ["Job", "batch_bytes", "block_mark", "compute", "create_output", "device_blocks", "graph", "held_bytes",
            "io_slots", "local_blocks", "open_with_settings", "plan", "prewarm_enabled", "run_block", "shard_shape",
            "workers", "zarr_settings"]

@@ -27,7 +27,7 @@ from ..backends.device import device
 from ..core.arrays import array_module, to_host
 from ..core.tile import Tile
 from . import batches, carries, config, ownership, shards
-from .plan import Job, block_mark, runs
+from .plan import Job, mark_of, runs, written
 from .read import fetch, to_device
 from .slots import Clock, device_turn
 from .slots import slots as process_slots
@@ -40,7 +40,6 @@ def run_block(job: Job, i: int, carry=None, local=None):
     synced. A carried scan runs a block in two parts: ``local`` (its own scan held here; returns
     (its total, seconds)), then ``write`` (``carry``: the blocks' before it; ``local``: what the
     first part returned)."""
-    mark = ownership.block_mark(job.dst, block_mark(job, i))
     if not runs(job, i):
         carries.HELD.pop((job.run, i))
         return np.zeros(0, dtype=np.int64), {}
@@ -52,14 +51,14 @@ def run_block(job: Job, i: int, carry=None, local=None):
     slot = slots.get(i)
     clock.lap("slot wait")
     try:
-        return _run_block(job, i, slot, mark, clock, carry)
+        return _run_block(job, i, slot, clock, carry)
     finally:
         slots.put(slot)
 
 
-def _run_block(job: Job, i: int, slot: int, mark, clock, carry=None):
+def _run_block(job: Job, i: int, slot: int, clock, carry=None):
     r0, r1 = job.row_blocks[i]
-    write = job.part != "local" and not mark.exists()
+    write = job.part != "local" and not written(job, i)
     (first, n0), (lo_h, hi_h) = job.row_limits(), job.stencil.depth[0]
     lo, hi = max(first, r0 - lo_h), min(n0, r1 + hi_h)
     out = carries.HELD.pop((job.run, i)) if job.part == "write" else None
@@ -87,9 +86,11 @@ def _run_block(job: Job, i: int, slot: int, mark, clock, carry=None):
             clock.lap("encode")
         del out
     if write:
-        shards.write_encoded(job.dst, job.layout, encoded, r1 - r0, r0 - job.box()[0][0])
+        with ownership.block_write(job.owner, f"block {i}"):
+            shards.write_encoded(job.dst, job.layout, encoded, r1 - r0, r0 - job.box()[0][0])
+            if job.owner is not None:
+                mark_of(job, i).touch()
         clock.lap("write files")
-        mark.touch()
     return counts, clock.laps
 
 

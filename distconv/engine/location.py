@@ -20,6 +20,12 @@ def is_url(path) -> bool:
     return "://" in str(path)
 
 
+def absolute(path) -> str:
+    """A local path made absolute against this process's folder (a URL as written): what is
+    handed to workers, whose folder may be another's (a kept cluster started elsewhere)."""
+    return str(path) if is_url(path) else str(Path(path).expanduser().absolute())
+
+
 def join(path, *names) -> str:
     if is_url(path):
         return posixpath.join(str(path).rstrip("/"), *names)

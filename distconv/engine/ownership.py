@@ -6,13 +6,24 @@ grid); anything else (a user's file anywhere inside, a plain file, a Zarr store 
 wrote) is refused with a message, never deleted. The owner mark records the job that writes
 the output (steps, input identity, layout), so --resume continues only that job. The same
 rules hold on object storage (``s3://...``, graph/location.py).
+
+A claim gives the output two names: the job's token (its block marks carry it, and --resume
+keeps it, so a run counts only the marks of its own job) and the run's (the owner mark names
+the one run that may write now). Every block write checks both just before it writes
+(``block_write``); a run that is interrupted or fails names no run in the mark (``stop``) and
+waits for the writes already under way, so nothing of it lands after the command returns,
+and a later ``--overwrite`` never adopts its blocks.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import threading
 import time
+import uuid
+from dataclasses import dataclass
 
 from .location import Location
 
@@ -25,6 +36,25 @@ OWN_ENTRIES = {OWNER, COMPLETE, BLOCKS, "zarr.json", "c", "bovw.json", "bovw.npz
 
 class OutputError(ValueError):
     """An output path distconv may not write to (or may not replace)."""
+
+
+class Superseded(RuntimeError):
+    """A block of a run that no longer owns its output (stopped, or another run claimed it)."""
+
+
+# How each face spells the flags its messages suggest (None: the face has no such flag).
+CLI_WORDS = {"overwrite": "--overwrite", "resume": "--resume"}
+PYTHON_WORDS = {"overwrite": "overwrite=True", "resume": None}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """An output made ours: where its owner mark lives, the job's token (its block marks
+    carry it; the same across --resume) and this run's name (the owner mark's while it runs)."""
+    output: str
+    token: str
+    run: str
+    resuming: bool = False
 
 
 def _inside(child: str, parent: str) -> bool:
@@ -65,14 +95,16 @@ def record_entries(output: str, names):
 
 
 def check_target(output: str, overwrite: bool = False, resume: bool = False, key: str = "outputs.path",
-                 job: dict | None = None) -> str:
+                 job: dict | None = None, words: dict = CLI_WORDS) -> str:
     """Check, before any work, that ``output`` may be written, and say what a run does with it:
     ``"new"`` (nothing there), ``"resume"`` (an unfinished output of this same ``job``: write the
     missing blocks), ``"done"`` (a finished output of this job, with ``resume``: nothing to do)
     or ``"replace"`` (remove what distconv wrote there first). ``job`` describes what writes
     the output (the workflow's steps, the input's identity, the layout); resume takes up only
     an output of the same job. With both flags: resume when it is this job's, else replace.
-    Raises OutputError otherwise, before anything is touched."""
+    Raises OutputError otherwise, before anything is touched; ``words``: how the caller's face
+    spells the flags (CLI_WORDS, PYTHON_WORDS)."""
+    ow, re_ = words["overwrite"], words["resume"]
     p = Location(output)
     if p.is_dangling_link():
         raise OutputError(f"{key} {output!r} is a dangling link; choose another path")
@@ -95,8 +127,8 @@ def check_target(output: str, overwrite: bool = False, resume: bool = False, key
     if mark.get("state") == REMOVING:  # an --overwrite was interrupted while it removed files
         if resume or overwrite:
             return _replace(p, key, output)
-        raise OutputError(f"{key} {output!r} is half removed (an interrupted --overwrite); pass "
-                          "--overwrite (or --resume) to start it again")
+        raise OutputError(f"{key} {output!r} is half removed (an interrupted {ow}); pass "
+                          f"{ow} to start it again")
     complete = COMPLETE in names
     if resume:
         changed = _changes(mark.get("job"), job)
@@ -104,14 +136,14 @@ def check_target(output: str, overwrite: bool = False, resume: bool = False, key
             return "done" if complete else "resume"
         if overwrite:
             return _replace(p, key, output)
-        raise OutputError(f"{key} {output!r} was written by another job, so --resume would mix two "
-                          f"in one output: {changed}; pass --overwrite to start again")
+        raise OutputError(f"{key} {output!r} was written by another job, so {re_} would mix two "
+                          f"in one output: {changed}; pass {ow} to start again")
     if overwrite:
         return _replace(p, key, output)
     if not complete:
-        raise OutputError(f"{key} {output!r} is incomplete (an interrupted run); pass --resume to "
-                          "finish it or --overwrite to start again")
-    raise OutputError(f"{key} {output!r} exists (a finished distconv output); pass --overwrite "
+        finish = f"pass {re_} to finish it or {ow} to start again" if re_ else f"pass {ow} to start again"
+        raise OutputError(f"{key} {output!r} is incomplete (an interrupted run); {finish}")
+    raise OutputError(f"{key} {output!r} exists (a finished distconv output); pass {ow} "
                       "to replace it")
 
 
@@ -155,7 +187,9 @@ def _changes(before, now) -> str:
     return "; ".join(diffs[:5]) + (f"; and {len(diffs) - 5} more" if len(diffs) > 5 else "")
 
 
-_BLOCK_NAME = re.compile(r"^\d+-\d+(_\d+-\d+)*$")
+# a block's mark: the region it wrote, then the token of the job that wrote it (marks of older
+# outputs carry none; they are still distconv's to remove)
+_BLOCK_NAME = re.compile(r"^\d+-\d+(_\d+-\d+)*(\.[0-9a-f]{32})?$")
 
 
 def _owned_files(p: Location, key: str = "outputs.path", output: str = "") -> list[str]:
@@ -217,7 +251,8 @@ def remove_owned(output: str, key: str = "outputs.path"):
     p = Location(output)
     files = _owned_files(p, key, output)
     mark = _owner(p)
-    mark.pop("job", None)
+    for gone in ("job", "token", "run"):  # the old run's blocks stop writing from here on
+        mark.pop(gone, None)
     p.child(OWNER).write_text(json.dumps({**mark, "state": REMOVING}))
 
     def stage(rel):
@@ -234,25 +269,103 @@ def remove_owned(output: str, key: str = "outputs.path"):
 
 
 def claim(output: str, overwrite: bool = False, resume: bool = False, key: str = "outputs.path",
-          who: str = "distconv", job: dict | None = None) -> bool:
+          who: str = "distconv", job: dict | None = None, words: dict = CLI_WORDS) -> Claim:
     """Make ``output`` ours to write: check it (check_target), remove what distconv wrote there
-    when replacing, and write the owner mark with ``job``. Returns True when resuming an
-    existing output (the same job, unfinished)."""
-    action = check_target(output, overwrite, resume, key, job)
-    if action in ("resume", "done"):
-        return True
+    when replacing, and write the owner mark with ``job``, the job's token (kept when resuming
+    an unfinished output of the same job) and a new run's name. Returns the Claim."""
+    action = check_target(output, overwrite, resume, key, job, words)
     p = Location(output)
+    run = uuid.uuid4().hex
+    if action in ("resume", "done"):
+        doc = _owner(p)
+        token = doc.get("token") or uuid.uuid4().hex  # an older output's marks carry none
+        p.child(OWNER).write_text(json.dumps({**doc, "token": token, "run": run}))
+        return Claim(str(output), token, run, resuming=True)
     if action == "replace":
         remove_owned(output, key)
     p.make_dir()
-    doc = {"by": who, "created": time.time()}
+    token = uuid.uuid4().hex
+    doc = {"by": who, "created": time.time(), "token": token, "run": run}
     if job is not None:
         doc["job"] = job
     p.child(OWNER).write_text(json.dumps(doc))
-    return False
+    return Claim(str(output), token, run)
 
 
-def mark_complete(output: str, info: dict):
+def owns(claim: Claim) -> bool:
+    """Does ``claim``'s run still own its output (the owner mark names its job and run)?"""
+    doc = _owner(Location(claim.output))
+    return doc.get("token") == claim.token and doc.get("run") == claim.run
+
+
+class _Writes:
+    """The block writes under way in this process, per run: what ``stop`` waits for. One per
+    process (a worker's lives as long as the worker)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._count: dict = {}
+
+    def enter(self, run: str):
+        with self._lock:
+            self._count[run] = self._count.get(run, 0) + 1
+
+    def leave(self, run: str):
+        with self._lock:
+            self._count[run] -= 1
+            if not self._count[run]:
+                del self._count[run]
+
+    def busy(self, run: str) -> bool:
+        with self._lock:
+            return run in self._count
+
+
+WRITES = _Writes()
+
+
+@contextlib.contextmanager
+def block_write(claim: Claim | None, what: str = "a block"):
+    """Around one block's write: counted as under way first, then the owner mark read, so a
+    ``stop`` that renamed the run either is seen here (Superseded, nothing written) or waits
+    for this write to end. ``claim`` None: an unowned write (tests of the engine alone)."""
+    if claim is None:
+        yield
+        return
+    WRITES.enter(claim.run)
+    try:
+        if not owns(claim):
+            raise Superseded(f"{what} of {claim.output!r} was not written: the run that started it "
+                             "was stopped, or another run has claimed the output since")
+        yield
+    finally:
+        WRITES.leave(claim.run)
+
+
+def stop(claim: Claim | None):
+    """Name no run in the owner mark (when it is still ``claim``'s): blocks of the run that
+    have not begun writing will not write. The token stays, so --resume keeps its blocks."""
+    if claim is None or not owns(claim):
+        return
+    mark = Location(claim.output).child(OWNER)
+    mark.write_text(json.dumps({**_owner(Location(claim.output)), "run": None}))
+
+
+def wait_writes(run: str, timeout: float = 30.0) -> bool:
+    """Wait until no block write of ``run`` is under way in this process (True), or
+    ``timeout`` seconds (False). Run on every worker once the run is stopped."""
+    deadline = time.monotonic() + timeout
+    while WRITES.busy(run):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def mark_complete(output: str, info: dict, claim: Claim | None = None):
+    """The output is whole: its completion mark, written last (only while ``claim``'s run owns it)."""
+    if claim is not None and not owns(claim):
+        raise Superseded(f"{output!r} was not marked complete: another run has claimed it since")
     Location(output).child(COMPLETE).write_text(json.dumps({**info, "finished": time.time()}))
 
 
@@ -263,14 +376,16 @@ def block_name(extent) -> str:
     return "_".join(f"{int(a)}-{int(b)}" for a, b in extent)
 
 
-def block_mark(path: str, name: str) -> Location:
-    """Where a block's write mark lives in the output at ``path``."""
-    return Location(path).child(BLOCKS, name)
+def block_mark(path: str, name: str, token: str) -> Location:
+    """Where the write mark of block ``name`` of the job ``token`` lives in the array at ``path``."""
+    return Location(path).child(BLOCKS, f"{name}.{token}")
 
 
-def written_blocks(path: str) -> set:
-    """Names of the blocks an interrupted run already wrote (their per-block marks)."""
-    return set(Location(path).child(BLOCKS).names())
+def written_blocks(path: str, token: str) -> set:
+    """Names of the blocks the job ``token`` already wrote (an interrupted run of it): marks
+    of another job, or of a run of no job, do not count."""
+    end = "." + token
+    return {n[:-len(end)] for n in Location(path).child(BLOCKS).names() if n.endswith(end)}
 
 
 def drop_block_marks(path: str):

@@ -35,6 +35,7 @@ class Job:
     scan: object = None          # a scan after the chain (ops.scans.ScanStep)
     part: str = "block"          # block: read to write; local: the block's own scan held, its total
                                  # returned; write: that scan seeded by its carry and written
+    owner: ownership.Claim | None = None  # the output's claim: blocks write only while it owns it
 
     def box(self) -> tuple:
         """((start, stop), ...) of the input the output covers."""
@@ -99,10 +100,20 @@ def plan_rows(n0: int, shard_rows: int, row_bytes: int, target_bytes: int, depth
 
 
 def runs(job: Job, i: int) -> bool:
-    """Whether block ``i`` runs in this run (a written block is skipped a written block unless it counts a
+    """Whether block ``i`` runs in this run (a block this job wrote is skipped unless it counts a
     histogram; every block's scan is needed for the carries)."""
-    return (job.part == "local" or job.edges is not None
-            or not ownership.block_mark(job.dst, block_mark(job, i)).exists())
+    return job.part == "local" or job.edges is not None or not written(job, i)
+
+
+def mark_of(job: Job, i: int):
+    """Where block ``i``'s write mark lives (None for a job that owns no output)."""
+    return None if job.owner is None else ownership.block_mark(job.dst, block_mark(job, i), job.owner.token)
+
+
+def written(job: Job, i: int) -> bool:
+    """Did this job (in this run or an interrupted one) write block ``i``?"""
+    mark = mark_of(job, i)
+    return mark is not None and mark.exists()
 
 
 def block_mark(job: Job, i: int) -> str:

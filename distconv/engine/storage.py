@@ -52,13 +52,23 @@ def zarr_source(arr: da.Array):
     obj = found[0]
     while not isinstance(obj, zarr.Array):
         name = type(obj).__name__
-        if name not in _PASS_THROUGH:
-            return None, f"the input's values pass through {name} (decoded or indexed), not read as stored"
+        if name not in _PASS_THROUGH:  # xarray's own wrappers, said in the user's words
+            decoded = {
+                "_ElementwiseFunctionArray": "the input's values are decoded by xarray as it reads them "
+                                             "(CF decoding: a scale_factor or add_offset, a fill value masked "
+                                             "to NaN, or a dtype change), not read as stored",
+                "NativeEndiannessArray": "the input's bytes are swapped to native byte order by xarray as it "
+                                         "reads them, not read as stored",
+                "BoolTypeArray": "the input is stored as integers that xarray decodes to bool, not read as stored",
+                "LazilyVectorizedIndexedArray": "the input is a part of the stored array (indexed as it was "
+                                                "opened), not the whole array"}
+            return None, decoded.get(name, "the input's values are changed by xarray as it reads them "
+                                           "(decoded or indexed), not read as stored")
         if name == "LazilyIndexedArray" and any(k != slice(None) for k in obj.key.tuple):
-            return None, "the input is indexed"
+            return None, "the input is a part of the stored array (indexed as it was opened), not the whole array"
         obj = getattr(obj, "array", None) if hasattr(obj, "array") else getattr(obj, "_array", None)
         if obj is None:
-            return None, f"the input's {name} holds no Zarr array"
+            return None, "the input's values do not come from a Zarr array"
     if tuple(obj.shape) != tuple(arr.shape) or np.dtype(obj.dtype) != np.dtype(arr.dtype):
         return None, "the input is not the Zarr array read whole"
     return obj, None
@@ -74,8 +84,8 @@ def store_path(z) -> tuple:
     protocol = getattr(fs, "protocol", None)
     if root is None and protocol in ("file", ("file", "local")):
         root = store.path  # FsspecStore over the local file system (da.from_zarr of a path)
-    if root is not None:
-        return (str(Path(str(root), z.path)) if z.path else str(root)), None
+    if root is not None:  # absolute: the workers' folder may not be this process's
+        return str(Path(str(root), z.path or "").absolute()), None
     if fs is None:
         return None, f"the input lives in a {type(store).__name__}, not in files or object storage"
     if set(getattr(fs, "storage_options", {})) - {"asynchronous", "use_listings_cache"}:
@@ -127,22 +137,13 @@ def to_device_blocks(arr: da.Array) -> da.Array:
     return arr.map_blocks(to_device, meta=cupy.empty((0,) * arr.ndim, dtype=arr.dtype))
 
 
-def store(arr: da.Array, path: str, storage_chunks=None, codec: str = "zstd",
-          overwrite: bool = False, attrs=None, resume: bool = False, dims=None, job=None) -> da.Array:
-    """Lazily write ``arr`` into a Zarr array at ``path``, claimed first (ownership.claim):
-    ``overwrite`` replaces only a store distconv created, ``resume`` continues only an output
-    of the same ``job`` (what writes it, recorded in the owner mark). Returns store_into's
-    dask array of write flags."""
-    resuming = ownership.claim(str(path), overwrite, resume, job=job)
-    return store_into(arr, path, storage_chunks, codec, attrs, resuming, dims)
-
-
-def store_into(arr: da.Array, path: str, storage_chunks=None, codec: str = "zstd", attrs=None,
-               resuming: bool = False, dims=None) -> da.Array:
-    """Lazily write ``arr`` into a Zarr array at ``path`` (claimed by the caller): blocks
-    aligned to storage chunks (no chunk has two writers), each block's write idempotent and
-    recorded by a marker file, so a ``resuming`` run writes only the blocks that are missing.
-    Returns the dask array of write flags."""
+def store_into(arr: da.Array, path: str, claim: ownership.Claim, storage_chunks=None, codec: str = "zstd",
+               attrs=None, dims=None) -> da.Array:
+    """Lazily write ``arr`` into a Zarr array at ``path`` (inside the output ``claim`` made
+    ours): blocks aligned to storage chunks (no chunk has two writers), each block's write
+    idempotent, made only while the claim owns the output and recorded by a mark of its job,
+    so a resumed run writes only the blocks that are missing. Returns the dask array of write
+    flags."""
     import zarr
 
     storage = tuple(storage_chunks or (c[0] for c in arr.chunks))
@@ -150,7 +151,7 @@ def store_into(arr: da.Array, path: str, storage_chunks=None, codec: str = "zstd
     if aligned != arr.chunks:
         arr = arr.rechunk(aligned)
     p = str(path)
-    if resuming and Location(p).child("zarr.json").exists():
+    if claim.resuming and Location(p).child("zarr.json").exists():
         target = zarr.open_array(p, mode="r+")
         if target.shape != arr.shape or target.dtype != arr.dtype:
             raise ValueError(f"cannot resume {path!r}: it holds {target.shape} {target.dtype}, "
@@ -161,17 +162,18 @@ def store_into(arr: da.Array, path: str, storage_chunks=None, codec: str = "zstd
 
     def write(block, block_info=None):
         info = block_info[0]
-        mark = ownership.block_mark(p, ownership.block_name(info["array-location"]))
+        mark = ownership.block_mark(p, ownership.block_name(info["array-location"]), claim.token)
         if not mark.exists():
-            target[tuple(slice(a, b) for a, b in info["array-location"])] = to_host(block)
-            mark.touch()
+            with ownership.block_write(claim, f"block {info['chunk-location']}"):
+                target[tuple(slice(a, b) for a, b in info["array-location"])] = to_host(block)
+                mark.touch()
         return np.ones((1,) * block.ndim, dtype=bool)
 
     from dask.base import tokenize
 
     return arr.map_blocks(write, chunks=tuple((1,) * len(c) for c in arr.chunks), dtype=bool,
                           meta=np.empty((0,) * arr.ndim, dtype=bool),
-                          name=f"distconv-store-{tokenize(arr, p, resuming)}")
+                          name=f"distconv-store-{tokenize(arr, p, claim)}")
 
 
 def write_chunks(arr: da.Array, storage_chunks=None) -> tuple:
@@ -180,12 +182,12 @@ def write_chunks(arr: da.Array, storage_chunks=None) -> tuple:
     return tuple(tuple(_aligned(sizes, s)) for sizes, s in zip(arr.chunks, storage))
 
 
-def written_bytes(arr: da.Array, path: str, storage_chunks=None) -> int:
-    """Bytes of ``arr`` an interrupted store() to ``path`` already wrote: the blocks of this
-    run whose region has a mark."""
+def written_bytes(arr: da.Array, path: str, token: str, storage_chunks=None) -> int:
+    """Bytes of ``arr`` an interrupted store() to ``path`` of the job ``token`` already wrote:
+    the blocks whose region has a mark of that job."""
     import itertools
 
-    done = ownership.written_blocks(path)
+    done = ownership.written_blocks(path, token)
     bounds = [np.cumsum((0,) + c) for c in write_chunks(arr, storage_chunks)]
     total = 0
     for idx in itertools.product(*(range(len(b) - 1) for b in bounds)):

@@ -7,14 +7,14 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from . import edges, filters, histograms, scans, smooth, stencils
-from . import rank as ranked
-
-
-def _axis(da: xr.DataArray, dim: str, name: str = "dim") -> int:
-    if dim not in da.dims:
-        raise ValueError(f"{name} {dim!r} is not a dimension of this array; dims are {da.dims}")
-    return da.dims.index(dim)
+from . import histograms, scans, stencils
+from .named_filters import (  # noqa: F401 - the filters by dim names, listed with the other ops
+    correlate, convolve, correlate1d, convolve1d, gaussian_filter, gaussian_filter1d,
+    uniform_filter, uniform_filter1d, sobel, prewitt, gaussian_laplace, gaussian_gradient_magnitude,
+    minimum_filter, maximum_filter, median_filter, rank_filter, percentile_filter, minimum_filter1d,
+    maximum_filter1d,
+)
+from .per_dim import ARGUMENTS, Dims, axis_of
 
 
 DATETIME_UNITS = ("W", "D", "h", "m", "s", "ms", "us", "ns")
@@ -64,152 +64,22 @@ def _spacing(da: xr.DataArray, dim: str, accuracy: int, order: int, datetime_uni
     return None
 
 
-def _full_mask(obj, weights, dims):
-    """An N-D mask from one over ``dims`` (size 1 along the other dims), in the array's order."""
-    w = np.asarray(weights, dtype=np.float64)
-    dims = list(dims)
-    if w.ndim != len(dims):
-        raise ValueError(f"weights have {w.ndim} dimensions but dims names {len(dims)}: {dims}")
-    axes = [_axis(obj, d, "dims entry") for d in dims]
-    order = np.argsort(axes)
-    w = np.transpose(w, order)
-    shape = [1] * obj.ndim
-    for ax, k in zip(sorted(axes), w.shape):
-        shape[ax] = k
-    return w.reshape(shape), sorted(axes)
-
-
-def correlate(obj, weights, dims, mode="reflect", cval=0.0):
-    w, _ = _full_mask(obj, weights, dims)
-    return filters.correlate(obj, w, mode=mode, cval=cval)
-
-
-def convolve(obj, weights, dims, mode="reflect", cval=0.0):
-    w, _ = _full_mask(obj, weights, dims)
-    return filters.convolve(obj, w, mode=mode, cval=cval)
-
-
-def correlate1d(obj, weights, dim, mode="reflect", cval=0.0, origin=0):
-    return filters.correlate1d(obj, weights, _axis(obj, dim), mode, cval, origin)
-
-
-def convolve1d(obj, weights, dim, mode="reflect", cval=0.0, origin=0):
-    return filters.convolve1d(obj, weights, _axis(obj, dim), mode, cval, origin)
-
-
-def _per_dim(obj, value, name: str):
-    """A per-dim argument: one value for every dim -> (value, None), or {dim: value} ->
-    (values, axes) so the filter runs along those dims only."""
-    if not isinstance(value, dict):
-        return value, None
-    axes = [_axis(obj, d, f"{name} key") for d in value]
-    return list(value.values()), axes
-
-
-def gaussian_filter(obj, sigma, order=0, mode="reflect", cval=0.0, truncate=4.0, nan_policy="propagate"):
-    """``sigma``: one value for every dim, or {dim: sigma} (other dims untouched);
-    ``order``: one value or {dim: order} over the same dims."""
-    sigma, axes = _per_dim(obj, sigma, "sigma")
-    mode = _per_dim_mode(obj, mode, axes)
-    if isinstance(order, dict):
-        dims = [obj.dims[a] for a in axes] if axes is not None else list(obj.dims)
-        order = [int(order.get(d, 0)) for d in dims]
-    return smooth.gaussian_filter(obj, sigma, order, mode, cval, truncate, axes=axes, nan_policy=nan_policy)
-
-
-def gaussian_filter1d(obj, sigma, dim, order=0, mode="reflect", cval=0.0, truncate=4.0, nan_policy="propagate"):
-    return smooth.gaussian_filter1d(obj, sigma, _axis(obj, dim), order, mode, cval, truncate,
-                                    nan_policy=nan_policy)
-
-
-def uniform_filter(obj, size=3, mode="reflect", cval=0.0, nan_policy="propagate"):
-    """``size``: one value for every dim, or {dim: size}."""
-    size, axes = _per_dim(obj, size, "size")
-    return smooth.uniform_filter(obj, size, _per_dim_mode(obj, mode, axes), cval, axes=axes, nan_policy=nan_policy)
-
-
-def uniform_filter1d(obj, size, dim, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
-    return smooth.uniform_filter1d(obj, size, _axis(obj, dim), mode, cval, origin, nan_policy=nan_policy)
-
-
-def _per_dim_mode(obj, mode, axes):
-    """A mode per filtered dim given as {dim: mode} -> the list in the order of ``axes`` (or of
-    every dim); one mode or a list passes through."""
-    if not isinstance(mode, dict):
-        return mode
-    dims = [obj.dims[a] for a in axes] if axes is not None else list(obj.dims)
-    unknown = [k for k in mode if k not in dims]
-    if unknown:
-        raise ValueError(f"mode has an entry for {unknown[0]!r}, which is not a filtered dim {dims}")
-    return [mode.get(d, "reflect") for d in dims]
-
-
-def sobel(obj, dim, mode="reflect", cval=0.0):
-    return edges.sobel(obj, _axis(obj, dim), mode, cval)
-
-
-def prewitt(obj, dim, mode="reflect", cval=0.0):
-    return edges.prewitt(obj, _axis(obj, dim), mode, cval)
-
-
-def gaussian_laplace(obj, sigma, mode="reflect", cval=0.0, truncate=4.0):
-    """``sigma``: one value for every dim, or {dim: sigma} (the Laplacian over those dims)."""
-    sigma, axes = _per_dim(obj, sigma, "sigma")
-    return edges.gaussian_laplace(obj, sigma, mode, cval, axes=axes, truncate=truncate)
-
-
-def gaussian_gradient_magnitude(obj, sigma, mode="reflect", cval=0.0, truncate=4.0):
-    """``sigma``: one value for every dim, or {dim: sigma} (the gradient over those dims)."""
-    sigma, axes = _per_dim(obj, sigma, "sigma")
-    return edges.gaussian_gradient_magnitude(obj, sigma, mode, cval, axes=axes, truncate=truncate)
-
-
-def minimum_filter(obj, size, mode="reflect", cval=0.0, nan_policy="propagate"):
-    """``size``: one value for every dim, or {dim: size}."""
-    size, axes = _per_dim(obj, size, "size")
-    return ranked.minimum_filter(obj, size, None, mode, cval, axes=axes, nan_policy=nan_policy)
-
-
-def maximum_filter(obj, size, mode="reflect", cval=0.0, nan_policy="propagate"):
-    size, axes = _per_dim(obj, size, "size")
-    return ranked.maximum_filter(obj, size, None, mode, cval, axes=axes, nan_policy=nan_policy)
-
-
-def median_filter(obj, size, mode="reflect", cval=0.0, nan_policy="propagate"):
-    size, axes = _per_dim(obj, size, "size")
-    return ranked.median_filter(obj, size, None, mode, cval, axes=axes, nan_policy=nan_policy)
-
-
-def rank_filter(obj, rank, size, mode="reflect", cval=0.0, nan_policy="propagate"):
-    size, axes = _per_dim(obj, size, "size")
-    return ranked.rank_filter(obj, rank, size, None, mode, cval, axes=axes, nan_policy=nan_policy)
-
-
-def percentile_filter(obj, percentile, size, mode="reflect", cval=0.0, nan_policy="propagate"):
-    size, axes = _per_dim(obj, size, "size")
-    return ranked.percentile_filter(obj, percentile, size, None, mode, cval, axes=axes, nan_policy=nan_policy)
-
-
-def minimum_filter1d(obj, size, dim, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
-    return ranked.minimum_filter1d(obj, size, _axis(obj, dim), mode, cval, origin, nan_policy=nan_policy)
-
-
-def maximum_filter1d(obj, size, dim, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
-    return ranked.maximum_filter1d(obj, size, _axis(obj, dim), mode, cval, origin, nan_policy=nan_policy)
-
-
 def derivative(obj, dim, order=1, accuracy=2, spacing=None, mode="nearest", datetime_unit=None):
     """d^order/d dim^order; spacing from the coordinate unless given (a time coordinate in
-    ``datetime_unit``, seconds by default); integer data gives floats."""
-    ax = _axis(obj, dim)
-    h = spacing if spacing is not None else _spacing(obj, dim, accuracy, order, datetime_unit)
+    ``datetime_unit``, seconds by default); integer data gives floats. ``spacing``, ``mode``:
+    one value, or {dim: value}."""
+    one = Dims.given(obj, (dim,), "dim")
+    mode = one.one_mode(mode, fill="nearest")
+    h = one.one(spacing, "spacing")
+    h = h if h is not None else _spacing(obj, dim, accuracy, order, datetime_unit)
     if h is None:  # non-uniform coordinate: numpy.gradient's scheme (one-sided at the edges)
         time = _is_time(np.asarray(obj[dim].values))
         out = obj.astype(np.float64) if obj.dtype.kind in "biu" else obj
         out = out.differentiate(dim, datetime_unit=_time_unit(datetime_unit)) if time else out.differentiate(dim)
         out.encoding = {}
         return _with_units(out, obj, {dim: 1}, datetime_unit)
-    return _with_units(stencils.derivative(obj, ax, order, accuracy, h, mode), obj, {dim: order}, datetime_unit)
+    out = stencils.derivative(obj, one.axes[0], order, accuracy, h, mode)
+    return _with_units(out, obj, {dim: order}, datetime_unit)
 
 
 def _coord_unit(obj, dim, datetime_unit=None):
@@ -244,37 +114,19 @@ def laplace(obj, dims=None, accuracy=2, spacing=None, mode="nearest", datetime_u
     if isinstance(dims, str):
         raise TypeError(f"dims must be a list of dimension names, got the string {dims!r}: write "
                         f"dims=[{dims!r}]")
-    dims = list(obj.dims if dims is None else dims)
-    for d in dims:
-        _axis(obj, d, "dims entry")
-    hs = _per_dim_list(spacing, dims, "spacing")
-    modes = _per_dim_list(mode, dims, "mode")
-    hs = [_spacing(obj, d, accuracy, 2, datetime_unit) if h is None else h for d, h in zip(dims, hs)]
+    along = Dims.every_dim(obj) if dims is None else Dims.given(obj, dims)
+    modes = along.modes(mode, fill="nearest")
+    hs = along.values(spacing, "spacing")  # None: from the coordinate
+    hs = [_spacing(obj, d, accuracy, 2, datetime_unit) if h is None else h for d, h in zip(along.dims, hs)]
     if any(h is None for h in hs):
-        bad = [d for d, h in zip(dims, hs) if h is None]
+        bad = [d for d, h in zip(along.dims, hs) if h is None]
         raise ValueError(f"coordinate {bad[0]!r} is non-uniform: laplace needs uniform spacing")
-    if set(dims) == set(obj.dims) and len(set(modes)) == 1:  # one N-D star pass
-        ordered = [hs[dims.index(d)] for d in obj.dims]
-        out = stencils.laplace(obj, accuracy, ordered, modes[0])
+    if along.dims == along.every and len(set(modes)) == 1:  # one N-D star pass
+        out = stencils.laplace(obj, accuracy, hs, modes[0])
     else:
-        out = sum(stencils.derivative(obj, _axis(obj, d), 2, accuracy, h, m) for d, h, m in zip(dims, hs, modes))
+        out = sum(stencils.derivative(obj, a, 2, accuracy, h, m) for a, h, m in zip(along.axes, hs, modes))
         out.attrs = dict(obj.attrs)
-    return _laplace_units(out, obj, dims, datetime_unit, spacing is not None)
-
-
-def _per_dim_list(value, dims: list, name: str) -> list:
-    """One value per entry of ``dims`` from one value, a list of that length, or {dim: value}
-    (None stays None: from the coordinate)."""
-    if isinstance(value, dict):
-        unknown = [k for k in value if k not in dims]
-        if unknown:
-            raise ValueError(f"{name} has an entry for {unknown[0]!r}, which is not in dims {dims}")
-        return [value.get(d) for d in dims]
-    if isinstance(value, (list, tuple)):
-        if len(value) != len(dims):
-            raise ValueError(f"{name} needs one value per entry of dims {dims}, got {value!r}")
-        return list(value)
-    return [value] * len(dims)
+    return _laplace_units(out, obj, along.dims, datetime_unit, spacing is not None)
 
 
 def _laplace_units(out, obj, dims, datetime_unit=None, given_spacing=False):
@@ -287,7 +139,7 @@ def _laplace_units(out, obj, dims, datetime_unit=None, given_spacing=False):
 
 
 def scan(obj, dim, op="add", exclusive=False, dtype=None, skipna=False):
-    return scans.scan(obj, op, _axis(obj, dim), exclusive, dtype, skipna)
+    return scans.scan(obj, op, axis_of(obj, dim), exclusive, dtype, skipna)
 
 
 def cumsum(obj, dim, dtype=None, skipna=None):
@@ -319,18 +171,15 @@ def histogram(obj, bins=10, range=None, weights=None, density=False, dims=None):
     dims), with bin centres and edges as coordinates. ``weights``: an array of the data's
     shape, or a DataArray that broadcasts against it (cos(lat) weights over lat alone). One set
     of edges serves every slice; per-slice counts are one task per chunk and a tree merge."""
-    dims = [dims] if isinstance(dims, str) else list(obj.dims if dims is None else dims)
-    for d in dims:
-        _axis(obj, d, "dims entry")
+    along = Dims.every_dim(obj) if dims is None else Dims.given(obj, dims)
     w = weights
     if isinstance(weights, xr.DataArray):
         w = weights.broadcast_like(obj).transpose(*obj.dims).data
-    if set(dims) == set(obj.dims):
+    if along.dims == along.every:
         counts, edges = histograms.histogram(obj.data, bins, range, w, density)
         return _hist_array(counts, edges, obj)
-    keep = [d for d in obj.dims if d not in dims]
-    counts, edges = histograms.histogram_along(obj.data, [obj.dims.index(d) for d in dims], bins, range,
-                                               w, density)
+    keep = [d for d in obj.dims if d not in along.named]
+    counts, edges = histograms.histogram_along(obj.data, list(along.axes), bins, range, w, density)
     out = xr.DataArray(counts, dims=(*keep, "bin"), coords={d: obj[d] for d in keep if d in obj.coords},
                        name=f"{obj.name}_histogram" if obj.name else "histogram", attrs=_count_attrs(obj))
     return _with_bin_coords(out, edges)
@@ -353,18 +202,19 @@ def _hist_array(counts, edges, obj):
 
 
 def _dims_of_call(func, args, kwargs) -> list:
-    """The dims a call names (dim, dims or the keys of a per-dim sigma); [] = every dim."""
+    """The dims a call names: dim, dims, the keys of its per-dim dicts and a footprint's
+    dims; [] = every dim."""
     import inspect
 
     bound = inspect.signature(func).bind(None, *args, **kwargs).arguments
-    if "dim" in bound:
-        return [bound["dim"]]
+    named = [bound["dim"]] if "dim" in bound else []
     if bound.get("dims") is not None:
-        return [bound["dims"]] if isinstance(bound["dims"], str) else list(bound["dims"])
-    for key in ("sigma", "size"):
-        if isinstance(bound.get(key), dict):
-            return list(bound[key])
-    return []
+        named += [bound["dims"]] if isinstance(bound["dims"], str) else list(bound["dims"])
+    for key in ARGUMENTS:
+        value = bound.get(key)
+        if isinstance(value, (dict, xr.DataArray)):
+            named += list(value.dims if isinstance(value, xr.DataArray) else value)
+    return list(dict.fromkeys(named))
 
 
 def on_dataset(ds: xr.Dataset, func, *args, **kwargs) -> xr.Dataset:

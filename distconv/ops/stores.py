@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..core import checks
 from ..core.stencil import identity
 from ..engine import ownership, storage
-from ..engine.location import join
+from ..engine.location import absolute, join
 from ..graph.declared import declared
 from .filters import fused_source
 from .scans import ScanStep
@@ -24,45 +24,68 @@ def to_zarr(x, path: str, *, overwrite: bool = False, client=None) -> dict:
     distconv wrote (never anything else). ``client``: a distributed Client (default: the
     current one, if any). Returns {"path": "engine" | "general", "why": ..., "tasks": ...}
     (per variable for a Dataset)."""
+    path = absolute(path)  # the workers' folder may be another's (a kept cluster started elsewhere)
     if checks.array_kind(x) == "xarray" and hasattr(x, "data_vars"):
         return _dataset(x, path, overwrite, client)
     if checks.array_kind(x) == "xarray":
         return _dataset(x.to_dataset(name=x.name or "data"), path, overwrite, client)[x.name or "data"]
-    return _array(x, str(path), client, attrs={}, dims=None, overwrite=overwrite)
+    return _array(x, path, client, attrs={}, dims=None, overwrite=overwrite)
+
+
+def _claim(path: str, overwrite: bool) -> ownership.Claim:
+    """The output made ours, its errors in this face's words (``path``, ``overwrite=True``)."""
+    return ownership.claim(path, overwrite, key="path", words=ownership.PYTHON_WORDS)
 
 
 def _dataset(ds, path: str, overwrite: bool, client) -> dict:
     """A Dataset as xr.open_zarr gives it back: coordinates, then each data variable."""
-    ownership.claim(str(path), overwrite)
+    claim = _claim(path, overwrite)
     names = [str(n) for n in ds.data_vars]
-    ownership.record_entries(str(path), [*names, *map(str, ds.coords)])
+    ownership.record_entries(path, [*names, *map(str, ds.coords)])
     frame = ds.drop_vars(list(ds.data_vars))
-    storage.write_dataset_frame(str(path), frame, dict(ds.attrs))
-    report = {n: _array(ds[n].data, join(path, n), client, dict(ds[n].attrs), list(map(str, ds[n].dims)))
+    storage.write_dataset_frame(path, frame, dict(ds.attrs))
+    report = {n: _array(ds[n].data, join(path, n), client, dict(ds[n].attrs), list(map(str, ds[n].dims)),
+                        claim=claim)
               for n in names}
-    storage.consolidate(str(path))
-    ownership.mark_complete(str(path), {"by": "dc.to_zarr"})  # last: the whole dataset is there
+    storage.consolidate(path)
+    ownership.mark_complete(path, {"by": "dc.to_zarr"}, claim)  # last: the whole dataset is there
     return report
 
 
-def _array(data, path: str, client, attrs: dict, dims, overwrite: bool = False) -> dict:
-    """One array to ``path``: the engine's job when plan() finds one, else dask."""
+def _array(data, path: str, client, attrs: dict, dims, overwrite: bool = False,
+           claim: ownership.Claim | None = None) -> dict:
+    """One array to ``path`` (inside the output ``claim`` made ours, else claimed here): the
+    engine's job when plan() finds one, else dask."""
+    import dataclasses
     import time
+
+    from .. import engine  # the engine: imported when a job runs, not with distconv
 
     t0 = time.perf_counter()
     reason, job = plan(data, path, client)
+    whole = claim is None  # an output of its own, not a dataset's variable
+    if whole:
+        claim = _claim(path, overwrite)
     if job is None:
-        return {**_general(data, path, client, attrs, dims, reason, overwrite),
-                "seconds": round(time.perf_counter() - t0, 3)}
-    from .. import engine  # the engine: imported when a job runs, not with distconv
+        if checks.array_kind(data) != "dask":
+            import dask.array as da
 
-    ownership.claim(path, overwrite)
-    engine.create_output(path, job.layout.shape, job.layout.dtype, job.layout, attrs, dims)
-    tasks, merged = engine.graph(job, job.name, _workers(client))
-    _compute([tasks, merged], client)
+            data = da.from_array(data, chunks=data.shape or ())
+        graph, tasks = storage.store_into(data, path, claim, attrs=attrs, dims=dims), None
+    else:
+        job = dataclasses.replace(job, owner=claim)  # its blocks write while the claim owns the output
+        engine.create_output(path, job.layout.shape, job.layout.dtype, job.layout, attrs, dims)
+        blocks, merged = engine.graph(job, job.name, _workers(client))
+        graph, tasks = [blocks, merged], len(blocks)
+    try:
+        engine.compute(graph, _client(client), claim)
+    except ownership.Superseded as e:  # another run claimed the output meanwhile
+        raise ownership.OutputError(str(e)) from None
     storage.finish(path)
-    ownership.mark_complete(path, {"by": "dc.to_zarr"})
-    return {"path": "engine", "why": None, "tasks": len(tasks), "seconds": round(time.perf_counter() - t0, 3)}
+    if whole:
+        ownership.mark_complete(path, {"by": "dc.to_zarr"}, claim)
+    return {"path": "general" if job is None else "engine", "why": reason, "tasks": tasks,
+            "seconds": round(time.perf_counter() - t0, 3)}
 
 
 def plan(data, path: str, client=None, bins=(None, True), out_chunks=None):
@@ -99,18 +122,6 @@ def engine_chain(data):
     return None, (z, src, st, scan)
 
 
-def _general(data, path: str, client, attrs: dict, dims, reason: str, overwrite: bool) -> dict:
-    import dask.array as da
-
-    if checks.array_kind(data) != "dask":
-        data = da.from_array(data, chunks=data.shape or ())
-    writes = storage.store(data, path, attrs=attrs, dims=dims, overwrite=overwrite)
-    _compute(writes, client)
-    storage.finish(path)
-    ownership.mark_complete(path, {"by": "dc.to_zarr"})
-    return {"path": "general", "why": reason, "tasks": None}
-
-
 def _client(client):
     if client is not None:
         return client
@@ -137,16 +148,3 @@ def _gpu(client) -> bool:
 
     client = _client(client)
     return all(client.run(probe).values()) if client is not None else probe()
-
-
-def _compute(graph, client):
-    client = _client(client)
-    if client is None:
-        import dask
-
-        from ..engine import local_blocks
-
-        with local_blocks():
-            return dask.compute(graph)[0]
-    return client.gather(client.compute(graph))
-
