@@ -85,6 +85,8 @@ def _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path
         load_config(cluster_path)
     except ClusterConfigError as e:
         problems.append(str(e))
+    if json_path:
+        problems += _json_problems(json_path)
     outputs = [str(wf.outputs["path"]) for wf in loaded]
     twice = sorted({o for o in outputs if outputs.count(o) > 1})
     if twice:
@@ -121,6 +123,23 @@ def _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path
     if json_path:
         with open(json_path, "w") as f:
             json.dump(summaries[0] if len(workflow_paths) == 1 else summaries, f, indent=1, default=str)
+
+
+def _json_problems(json_path: str) -> list[str]:
+    """Why the run summary cannot be written to ``--json``'s path (checked before the run, so
+    a finished run does not end in a traceback)."""
+    import os
+
+    folder = os.path.dirname(os.path.abspath(json_path))
+    if os.path.isdir(json_path):
+        return [f"--json {json_path!r} is a folder; give a file path in it (e.g. "
+                f"{os.path.join(json_path, 'run.json')!r})"]
+    if not os.path.isdir(folder):
+        return [f"--json {json_path!r}: the folder {folder!r} does not exist; create it or give a path in "
+                f"an existing folder"]
+    if not os.access(folder, os.W_OK):
+        return [f"--json {json_path!r}: the folder {folder!r} is not writable"]
+    return []
 
 
 def _timings(summary: dict, started: float, checked: float, cluster_up: float):

@@ -279,19 +279,47 @@ def cluster(config=None, *, quiet: bool = False):
         with dask.config.set({START_METHOD_KEY: "forkserver"}) if warm else contextlib.nullcontext():
             owned = make_cluster(cfg)
         client = Client(owned)
+    interrupted = False
     try:
         if not quiet:
             print(f"distconv: dashboard at {dashboard_link(client, cfg)}", flush=True)
         yield client
     except KeyboardInterrupt:
+        interrupted = True
         _quiet_shutdown(client, workers=owned is not None)  # others' workers keep their logs
         raise
     finally:
+        if owned is not None and not interrupted:  # after Ctrl-C its logs are silenced: no wait
+            _let_feeds_end(client)
         client.close()
         if owned is not None:
             owned.close()
             if warm:
                 _stop_server()
+
+
+FEED_WAIT_S = 1.0  # longest a closing cluster waits for a finished progress bar's stream to end
+
+
+def _let_feeds_end(client, timeout: float = FEED_WAIT_S):
+    """Before our scheduler closes, let the streams that progress bars opened on it end.
+    A bar (distributed.progress on a terminal) closes its stream when its tasks finish, but
+    the scheduler's end of it (its 'feed' handler) sleeps out its interval (100 ms) before it
+    sees that; a scheduler closed meanwhile cancels it, and distributed logs
+    ``distributed.scheduler - ERROR ... CancelledError`` after a run that succeeded."""
+    async def feeds_ended(dask_scheduler, timeout):
+        import asyncio
+        import time
+
+        comms = getattr(dask_scheduler, "_comms", {})  # incoming comm -> the op it is handling
+        deadline = time.monotonic() + timeout
+        while any(op == "feed" for op in comms.values()) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+
+    try:
+        client.run_on_scheduler(feeds_ended, timeout=timeout)
+    except Exception:  # noqa: BLE001 - a scheduler already gone has no stream left to end
+        pass
 
 
 def _running_address(cfg: dict):

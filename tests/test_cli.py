@@ -130,3 +130,60 @@ def test_several_workflows_run_on_one_cluster_after_one_check(tmp_path):
     same = subprocess.run([sys.executable, "-m", "distconv.cli", "run", files[0], files[0], "--cluster", str(c)],
                           capture_output=True, text=True, cwd=tmp_path)
     assert same.returncode == 2 and "two workflows write the output" in same.stderr
+
+
+def test_json_into_a_missing_folder_refused_before_the_run(tmp_path):
+    """--json is checked with the workflow, before the cluster starts: exit 2, one line naming
+    --json and the path, nothing written."""
+    wf = tmp_path / "wf.yaml"
+    wf.write_text("input:\n  path: in.zarr\n  synthetic: {shape: [16, 16], chunks: [8, 16]}\n"
+                  "steps:\n  - op: gaussian_filter\n    sigma: -1.0\noutputs:\n  path: out.zarr\n")
+    c = tmp_path / "cluster.yaml"
+    c.write_text("cluster:\n  type: cpu\n  n_workers: 1\n  threads_per_worker: 1\n  processes: false\n")
+    missing = tmp_path / "no" / "such" / "s.json"
+    res = CliRunner().invoke(main, ["run", str(wf), "--cluster", str(c), "--json", str(missing)])
+    assert res.exit_code == 2 and res.output.strip().count("\n") == 0, res.output
+    assert f"--json {str(missing)!r}: the folder {str(missing.parent)!r} does not exist" in res.output
+    assert "sigma must be >= 0" in res.output  # with the file's own problems, at once
+    res = CliRunner().invoke(main, ["run", str(wf), "--cluster", str(c), "--json", str(tmp_path)])
+    assert res.exit_code == 2 and "is a folder" in res.output
+    assert not (tmp_path / "in.zarr").exists() and not (tmp_path / "out.zarr").exists()
+
+
+def test_a_run_on_a_terminal_that_succeeds_prints_no_error(tmp_path):
+    """On a terminal the progress bar streams from the scheduler; closing the cluster right
+    after the bar finished logged `distributed.scheduler - ERROR ... CancelledError` (the
+    scheduler's end of that stream cancelled). Run under a pseudo-terminal, twice."""
+    import os
+    import pty
+    import select
+    import time
+
+    wf = tmp_path / "wf.yaml"
+    wf.write_text("input:\n  path: in.zarr\n  synthetic: {shape: [256, 256], chunks: [64, 256]}\n"
+                  "steps:\n  - op: gaussian_filter\n    sigma: 1.0\noutputs:\n  path: out.zarr\n")
+    c = tmp_path / "cluster.yaml"
+    c.write_text("cluster:\n  type: cpu\n  n_workers: 1\n  threads_per_worker: 2\n  processes: false\n"
+                 "  dashboard_address: '127.0.0.1:0'\n")
+    for _ in range(2):
+        leader, follower = pty.openpty()
+        proc = subprocess.Popen([sys.executable, "-m", "distconv.cli", "run", str(wf), "--cluster", str(c),
+                                 "--overwrite"], stdin=follower, stdout=follower, stderr=follower, cwd=tmp_path)
+        os.close(follower)
+        out, deadline = b"", time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if select.select([leader], [], [], 1.0)[0]:
+                try:
+                    chunk = os.read(leader, 65536)
+                except OSError:  # the terminal closed: the command ended
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            elif proc.poll() is not None:
+                break
+        os.close(leader)
+        text = out.decode(errors="replace")
+        assert proc.wait(timeout=30) == 0, text
+        assert "Completed" in text and "GB/s" in text, text  # the bar was drawn: a terminal
+        assert "ERROR" not in text and "CancelledError" not in text and "Traceback" not in text, text

@@ -37,11 +37,14 @@ def test_weights_and_density(rng):
     a = rng.standard_normal(500)
     w = rng.random(500).astype(np.float32)
     ref, _ = np.histogram(a, bins=12, weights=w)
-    h, _ = dc.histogram(chunked(rng, a), bins=12, weights=w)
+    with pytest.warns(UserWarning, match="histogram without range computes"):
+        h, _ = dc.histogram(chunked(rng, a), bins=12, weights=w)
     assert h.dtype == ref.dtype
     np.testing.assert_allclose(h.compute(), ref, rtol=1e-5)
     refd, _ = np.histogram(a, bins=12, density=True)
-    np.testing.assert_allclose(dc.histogram(chunked(rng, a), bins=12, density=True)[0].compute(), refd, rtol=1e-12)
+    with pytest.warns(UserWarning, match="histogram without range computes"):
+        hd = dc.histogram(chunked(rng, a), bins=12, density=True)[0]
+    np.testing.assert_allclose(hd.compute(), refd, rtol=1e-12)
 
 
 def test_counts_identical_across_runs_and_chunkings(rng):
@@ -82,7 +85,7 @@ def test_merge_is_a_tree(rng):
     (lambda a: dc.histogram(a, range=(2, 1)), ValueError, "max must be larger than min"),
     (lambda a: dc.histogram(a, range=(0, np.nan)), ValueError, "not finite"),
     (lambda a: dc.histogram(a, weights=np.ones(3)), ValueError, "weights must have the shape"),
-    (lambda a: dc.histogram(np.array([1.0, np.nan])), ValueError, "autodetected range"),
+    (lambda a: dc.histogram(np.array([np.nan, np.inf, -np.inf])), ValueError, "no finite value.*pass range="),
     (lambda a: dc.bincount(np.array([1, -1])), ValueError, "negative"),
     (lambda a: dc.bincount(a), TypeError, "integers"),
 ])
@@ -110,9 +113,62 @@ def test_histogram_without_range_says_it_computes_now(rng):
     import dask.array as da
 
     x = da.from_array(rng.standard_normal((40, 30)), chunks=(10, 30))
-    with pytest.warns(UserWarning, match="computes the data's min and max now"):
+    with pytest.warns(UserWarning, match="computes the min and max of the data's finite values now"):
         dc.histogram(x, bins=8)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         dc.histogram(x, bins=8, range=(-1, 1))  # lazy: nothing to say
         dc.histogram(x.compute(), bins=8)       # numpy: nothing deferred to lose
+
+
+def test_histogram_without_range_on_nan_masked_data(rng, tmp_path):
+    """NaN over land (and inf) stay out of the autodetected range on every face: the range is
+    the finite values' min and max, the counts numpy's over those values; no finite value at all
+    is an error naming range."""
+    import warnings
+
+    import xarray as xr
+
+    a = rng.standard_normal((40, 30)).astype(np.float32)
+    a[:, :8] = np.nan  # land
+    a[3, 20] = np.inf
+    ref_h, ref_e = np.histogram(a[np.isfinite(a)], bins=64)
+    h, e = dc.histogram(a, bins=64)
+    np.testing.assert_array_equal(h, ref_h) and np.testing.assert_array_equal(e, ref_e)
+    x = da.from_array(a, chunks=(16, 10))
+    with pytest.warns(UserWarning, match="finite values now .*NaN and inf are left out"):
+        h, e = dc.histogram(x, bins=64)
+    np.testing.assert_array_equal(h.compute(), ref_h) and np.testing.assert_array_equal(e, ref_e)
+    t = xr.DataArray(x, dims=("lat", "lon"), name="temperature")
+    with pytest.warns(UserWarning, match="finite values now"):
+        np.testing.assert_array_equal(t.distconv.histogram(bins=64).values, ref_h)
+    with pytest.warns(UserWarning, match="finite values now"):
+        np.testing.assert_array_equal(t.distconv.histogram(bins=64, dims=["lon"]).values.sum(axis=0), ref_h)
+    for nothing in (np.full((4, 4), np.nan), da.from_array(np.array([np.nan, np.inf]), chunks=1)):
+        with pytest.raises(ValueError, match=r"range=None .*no finite value.*pass range=\(lo, hi\)"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the dask one says it computes first
+                dc.histogram(nothing, bins=8)
+
+
+def test_workflow_histogram_without_range_on_nan_masked_data(tmp_path):
+    """outputs.histogram with no range over a result with NaN: the finite values' range."""
+    import json
+
+    import yaml
+    import zarr
+
+    from distconv import batch
+
+    a = np.random.default_rng(1).standard_normal((32, 24)).astype(np.float32)
+    a[:, :5] = np.nan
+    z = zarr.create_array(str(tmp_path / "in.zarr"), shape=a.shape, chunks=(16, 24), dtype=a.dtype)
+    z[:] = a
+    doc = {"input": {"path": "in.zarr"}, "steps": [{"op": "correlate", "weights": [[1.0]]}],
+           "outputs": {"path": "out.zarr", "histogram": {"bins": 16, "json": "h.json"}}}
+    (tmp_path / "wf.yaml").write_text(yaml.safe_dump(doc))
+    batch.run(batch.load(tmp_path / "wf.yaml"), progress=False)
+    got = json.loads((tmp_path / "h.json").read_text())
+    ref_h, ref_e = np.histogram(a[np.isfinite(a)], bins=16)
+    assert got["counts"] == ref_h.tolist()
+    np.testing.assert_allclose(got["edges"], ref_e, rtol=1e-6)

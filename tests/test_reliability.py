@@ -1,6 +1,7 @@
 """Faults survived and monitoring: a worker killed mid-job, the dashboard over HTTP while a job
 runs, and every public op refusing bad input before any work."""
 
+import contextlib
 import os
 import signal
 import threading
@@ -136,7 +137,9 @@ def test_nan_inf_and_noncontiguous_match_numpy_paths(rng, op):
            "sum": lambda v: dc.sum(v),
            "histogram": lambda v: dc.histogram(v, bins=4, range=(-1, 1))[0]}[op]
     for data in (view, da.from_array(np.ascontiguousarray(view), chunks=(3, 4))):
-        g = got(data)
+        thin = op == "gaussian_filter" and not isinstance(data, np.ndarray)  # halo 4 > chunks of 3
+        with pytest.warns(UserWarning, match="chunks too thin") if thin else contextlib.nullcontext():
+            g = got(data)
         g = np.asarray(g.compute() if hasattr(g, "compute") else g)
         np.testing.assert_allclose(g, ref(view), rtol=1e-12, equal_nan=True)
 

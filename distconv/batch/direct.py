@@ -8,16 +8,19 @@ blocks). Otherwise the general dask path runs, and the summary says why."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 
 import numpy as np
 
 from .. import engine
-from ..core.stencil import identity
-from ..ops.filters import chain_name, fused_chain, stencil_of
+from ..core.checks import DistconvWarning
+from ..core.stencil import Stencil, identity
+from ..graph.declared import declared
+from ..ops.filters import chain_name, fused_chain, fusing, stencil_of
 from ..ops.histograms import planned_edges
 from ..ops.registry import OPS
-from ..ops.scans import scan_step
+from ..ops.scans import ScanStep, scan_step
 from .inputs import lazy_input, region_box
 from .workflow import Workflow
 
@@ -60,14 +63,39 @@ def dataset_chain(wf: Workflow):
     from ..ops import stores
 
     result = lazy_input(replace(wf, input={k: v for k, v in wf.input.items() if k != "region"}))
-    for op, params in wf.steps:
-        result = OPS[op].named(result, **params)
+    unfused = None  # the first step whose result is not one stencil or scan the engine can take
+    with warnings.catch_warnings():
+        # storage chunks thinner than a halo: the engine cuts its own blocks, and the general
+        # path, where it runs, says so as it builds its graph
+        warnings.filterwarnings("ignore", message="axis .*: chunks too thin", category=DistconvWarning)
+        for i, (op, params) in enumerate(wf.steps, 1):
+            result = OPS[op].named(result, **params)
+            if unfused is None and declared(result.data, (Stencil, ScanStep)) is None and fusing():
+                unfused = _not_one_stencil(i, op, params)
     reason, found = stores.engine_chain(result.data)
+    if found is None and unfused is not None:
+        reason = unfused
     region = wf.input.get("region")
     if region:
         box = region_box(region, result.shape, result.dims)
         result = result.isel({d: slice(a, b) for d, (a, b) in zip(result.dims, box)})
     return reason, found, result
+
+
+def _not_one_stencil(i: int, op: str, params: dict) -> str:
+    """Why step ``i`` (an op the registry calls a stencil) did not make one stencil here, in
+    the workflow's words."""
+    if params.get("nan_policy") == "omit":
+        return _omit(i, op)
+    if op == "laplace":
+        return (f"step {i} (laplace) over some of the input's dims, or with a mode per dim, is a sum of "
+                "second derivatives, not one stencil the engine runs")
+    return f"step {i} ({op}) with these arguments is not one stencil the engine runs"
+
+
+def _omit(i: int, op: str) -> str:
+    return (f"step {i} ({op}) has nan_policy: omit, a normalized convolution (two filters and a "
+            "division) that the engine does not run")
 
 
 def bins_of(wf: Workflow, dtype):
@@ -85,7 +113,12 @@ def _steps(wf: Workflow, ndim: int, dtype):
     None)."""
     steps = list(wf.steps)
     last = steps.pop() if OPS[steps[-1][0]].scan else None
-    stencils = [stencil_of(OPS[op].func, ndim, dtype, **params) for op, params in steps]
+    stencils, step_dtype = [], dtype
+    for i, (op, params) in enumerate(steps, 1):
+        if params.get("nan_policy") == "omit" and np.dtype(step_dtype).kind == "f":
+            return None, None, _omit(i, op)  # integers have no NaN: omit is the plain filter there
+        stencils.append(stencil_of(OPS[op].func, ndim, dtype, **params))
+        step_dtype = stencils[-1].result_dtype(step_dtype)
     if any(any(s.periodic) for s in stencils):  # wrap reads its halo from the far edge
         return None, None, "a step's mode is wrap (its halo comes from the far edge of the array)"
     # task names read as the steps on the dashboard and in the summary: distconv-gaussian-laplace

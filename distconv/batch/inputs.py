@@ -40,7 +40,7 @@ def lazy_input(wf: Workflow):
         import xarray as xr
 
         try:
-            ds = xr.open_zarr(inp["path"], consolidated=None)
+            ds = open_dataset(inp["path"])
         except Exception as e:  # noqa: BLE001 - not a dataset: say which key and value
             raise WorkflowError(f"input.path {inp['path']!r} is not a Zarr dataset: {e}") from None
         if inp["variable"] not in ds.data_vars:
@@ -138,9 +138,19 @@ def _region(arr, region):
 def dataset_attrs(wf: Workflow) -> dict:
     """The attributes of the dataset a variable input comes from (title, history, ...), which a
     dataset output keeps."""
+    return dict(open_dataset(wf.input["path"]).attrs)
+
+
+def open_dataset(path: str):
+    """``xr.open_zarr`` of ``path``: its consolidated metadata where it has them, else its
+    arrays' own (consolidated=None did the same, with a RuntimeWarning for a dataset written
+    without them that its user cannot act on)."""
     import xarray as xr
 
-    return dict(xr.open_zarr(wf.input["path"], consolidated=None).attrs)
+    try:
+        return xr.open_zarr(path, consolidated=True)
+    except (ValueError, KeyError):  # no consolidated metadata: zarr says so with a ValueError
+        return xr.open_zarr(path, consolidated=False)
 
 
 def open_input(wf: Workflow, gpu: bool):
@@ -192,11 +202,14 @@ def synthetic_dataset(variable: str, shape, chunks, dims=None, dtype="float32", 
     rs = da.random.RandomState(seed)
     unit = [da.from_array(np.linspace(0.0, 1.0, n), chunks=c) for n, c in zip(shape, chunks)]
     grids = da.meshgrid(*unit, indexing="ij")
-    field = 280.0 + sum(da.sin(2 * np.pi * (i + 1) * g) for i, g in enumerate(grids))
-    data = (field + 0.1 * rs.standard_normal(tuple(shape), chunks=tuple(chunks))).astype(dtype)
+    field = sum(da.sin(2 * np.pi * (i + 1) * g) for i, g in enumerate(grids))
+    field = field + 0.1 * rs.standard_normal(tuple(shape), chunks=tuple(chunks))
+    kelvin = np.dtype(dtype).kind == "f"  # integers: the field's anomaly, spread as synthetic()'s
+    data = (field + 280.0).astype(dtype) if kelvin else _in_dtype(_spread(field, len(shape), dtype), dtype)
     ds = xr.Dataset({variable: (dims, data.rechunk(tuple(chunks)))}, coords=coords,
                     attrs={"title": "distconv synthetic dataset"})
-    ds[variable].attrs["units"] = "K"
+    if kelvin:
+        ds[variable].attrs["units"] = "K"
     for d in dims:
         ds[d].attrs.update(_COORD_ATTRS.get(d, {}))
     return ds
@@ -216,10 +229,56 @@ def _coordinate(dim: str, n: int) -> np.ndarray:
 
 
 def synthetic(shape, chunks, dtype="float32", seed: int = 0):
-    """A lazy smooth random field with noise (so filters have structure to act on)."""
+    """A lazy smooth random field with noise (so filters have structure to act on), in
+    ``dtype``: integers spread over up to +-1000 (0..1000 unsigned; within the dtype's range),
+    bool where the field is positive."""
     rs = da.random.RandomState(seed)
-    noise = rs.standard_normal(tuple(shape), chunks=tuple(chunks)).astype(dtype)
+    noise = rs.standard_normal(tuple(shape), chunks=tuple(chunks))
     grids = da.meshgrid(*[da.linspace(0, 6 * np.pi, n, chunks=c) for n, c in zip(shape, chunks)],
                         indexing="ij")
-    field = sum(da.sin(g * (i + 1)) for i, g in enumerate(grids)).astype(dtype)
-    return (field + 0.3 * noise).rechunk(tuple(chunks))
+    field = sum(da.sin(g * (i + 1)) for i, g in enumerate(grids))
+    if np.dtype(dtype).kind == "f":  # summed in the dtype itself
+        return (field.astype(dtype) + 0.3 * noise.astype(dtype)).rechunk(tuple(chunks))
+    return _in_dtype(_spread(field + 0.3 * noise, len(shape), dtype), dtype).rechunk(tuple(chunks))
+
+
+def _spread(field, ndim: int, dtype):
+    """A field of ``ndim`` unit sines plus noise (|field| <= ndim + ~1) scaled for an integer
+    ``dtype``, so its integers take many values: up to +-1000 (0..1000 unsigned) within the
+    dtype's range; as it is for other dtypes."""
+    dt = np.dtype(dtype)
+    if dt.kind not in "iu":
+        return field
+    half = min(1000, np.iinfo(dt).max) / (2 if dt.kind == "u" else 1)
+    return (field / (ndim + 1.5)).clip(-1, 1) * half + (half if dt.kind == "u" else 0)
+
+
+def _in_dtype(values, dtype):
+    """Float ``values`` as ``dtype``: integers rounded and clipped to its range (a cast alone
+    wraps around), bool where positive."""
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return values > 0
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return da.round(values).clip(info.min, info.max).astype(dt)
+    return values.astype(dt)
+
+
+def synthetic_dtype_problem(value) -> str | None:
+    """Why ``input.synthetic.dtype`` cannot be made, or None: it must name a dtype distconv
+    processes (float32/float64, integers or bool)."""
+    allowed = "float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64 or bool"
+    try:
+        dt = np.dtype(value) if isinstance(value, str) else None
+    except TypeError:
+        dt = None
+    if dt is not None and dt.kind in "biuf" and dt != np.float16:
+        return None
+    import difflib
+
+    if dt is not None:
+        return f"input.synthetic.dtype {value!r} is a dtype distconv does not process; allowed: {allowed}"
+    near = difflib.get_close_matches(str(value), allowed.replace(" or", ",").split(", "), n=1)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    return f"input.synthetic.dtype {value!r} is not a dtype{hint}; allowed: {allowed}"

@@ -21,6 +21,7 @@ import yaml
 
 from ..engine import ownership, storage
 from ..engine.location import is_url
+from .inputs import synthetic_dtype_problem
 from .steps import UnknownStep, step_function
 from .validate import check
 from .workflow import Workflow, WorkflowError
@@ -129,6 +130,8 @@ def _check_array(inp, out, steps, base, problems):
     if "synthetic" in inp and _keys("input.synthetic", inp["synthetic"], SYNTH_KEYS, problems):
         problems += [f"input.synthetic: missing key {k!r}" for k in ("shape", "chunks")
                      if k not in inp["synthetic"]]
+        bad_dtype = synthetic_dtype_problem(inp["synthetic"].get("dtype", "float32"))
+        problems += [bad_dtype] if bad_dtype else []
     if inp.get("region_edges", "mode") not in ("mode", "data"):
         problems.append(f"input.region_edges must be 'mode' (the region is cut before the steps) or "
                         f"'data' (cut from the whole array's result), got {inp['region_edges']!r}")

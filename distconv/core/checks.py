@@ -141,7 +141,12 @@ def origins(origin, shape: tuple, name: str = "origin") -> tuple:
     return org
 
 
-def warn_user(message: str, category=UserWarning):
+class DistconvWarning(UserWarning):
+    """What distconv tells a user who can act on it (pass a range, rechunk, drop an argument);
+    one category, so a test suite or a user can turn distconv's own warnings into errors."""
+
+
+def warn_user(message: str, category=DistconvWarning):
     """Warn pointing at the user's line: the first frame outside the distconv package."""
     import os
     import sys

@@ -31,22 +31,28 @@ def _check_weights(weights, x, name="weights"):
     return w
 
 
-def _finite_range(x, why: str = "histogram without range computes the data's min and max now "
-                                 "(numpy's rule: a full pass over the input); pass range=(lo, hi) "
-                                 "to stay lazy"):
-    """numpy's autodetected range: (min, max) of the data, refused when not finite; ``why``:
-    the warning a dask input gets, since this computes."""
+def _finite_range(x, why: str = "histogram without range computes the min and max of the data's "
+                                 "finite values now (a full pass over the input; NaN and inf are left "
+                                 "out, as they fall in no bin); pass range=(lo, hi) to stay lazy"):
+    """The autodetected range: (min, max) of the data's finite values (numpy's, where every
+    value is finite; numpy refuses NaN or inf, which here are left out, as a range leaves them
+    out of every bin); ``why``: the warning a dask input gets, since this computes."""
     if x.size == 0:
         return 0, 1
-    lo, hi = _min(x), _max(x)
+    if np.dtype(x.dtype).kind == "f":  # NaN (a masked land, a gap) and inf do not stretch the range
+        finite = np.isfinite(x)
+        lo, hi = _min(np.where(finite, x, np.inf)), _max(np.where(finite, x, -np.inf))
+    else:
+        lo, hi = _min(x), _max(x)
     if checks.array_kind(x) == "dask":
         import dask
 
         checks.warn_user(why)
         lo, hi = dask.compute(lo, hi)
     lo, hi = to_host(lo)[()], to_host(hi)[()]  # numpy scalars of the data's dtype, as numpy uses
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        raise ValueError(f"autodetected range of [{lo}, {hi}] is not finite")
+    if lo > hi:  # no finite value: nothing to take a range from
+        raise ValueError("range=None takes the range from the data's finite values, and the data has "
+                         "no finite value (all NaN or inf); pass range=(lo, hi)")
     return lo, hi
 
 

@@ -14,7 +14,7 @@ from ..core.stencil import identity
 from ..engine import ownership, storage
 from ..engine.location import absolute, join
 from ..graph.declared import declared
-from .filters import fused_source
+from .filters import fused_source, fusing
 from .scans import ScanStep
 
 
@@ -109,7 +109,11 @@ def engine_chain(data):
     data, scan = declared(data, ScanStep) or (data, None)
     fused = fused_source(data)
     if fused is None and scan is None:
-        return "not the result of distconv filters or scans (or distconv.fuse is off)", None
+        if not fusing():
+            return "distconv.fuse is off (the engine runs a fused chain of distconv stencils)", None
+        return ("its last step is not a distconv stencil or scan but arithmetic, a slice or another dask "
+                "operation (laplace over some of the dims, or with a mode per dim, is a sum of second "
+                "derivatives; nan_policy='omit' divides two filters)"), None
     source, st = fused if fused is not None else (data, identity(data.ndim, scan.name))
     z, why = storage.zarr_source(source)
     if z is None:
