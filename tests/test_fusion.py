@@ -48,7 +48,7 @@ def test_the_step_is_declared_on_the_graph_and_stops_at_a_changed_array(rng):
     the separable pass and the mask after it as declared calls that pair into one; a slice, a
     persist or another op is a new array that declares nothing, so nothing fuses past it."""
     from distconv.graph.declared import declared
-    from distconv.ops.scans import ScanStep
+    from distconv.core.stencil import ScanStep
 
     x = rng.standard_normal((40, 30)).astype(np.float32)
     d = da.from_array(x, chunks=(15, 30))

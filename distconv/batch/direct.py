@@ -15,12 +15,12 @@ import numpy as np
 
 from .. import engine
 from ..core.checks import DistconvWarning
-from ..core.stencil import Stencil, identity
+from ..core.stencil import ScanStep, Stencil, identity
 from ..graph.declared import declared
 from ..ops.filters import chain_name, fused_chain, fusing, stencil_of
 from ..ops.histograms import planned_edges
 from ..ops.registry import OPS
-from ..ops.scans import ScanStep, scan_step
+from ..ops.scans import scan_step
 from .inputs import lazy_input, region_box
 from .workflow import Workflow
 

@@ -14,6 +14,8 @@ from typing import Callable
 
 import numpy as np
 
+from . import ops as core_ops
+from .arrays import array_module
 from .modes import mode_of, one_mode
 from .tile import Tile
 
@@ -152,3 +154,54 @@ def run_steps(tile, steps, out=None):
             have[a][0] -= use[a][0]
             have[a][1] -= use[a][1]
     return ext
+
+
+@dataclass(frozen=True)
+class ScanStep:
+    """A checked scan, as the engine runs it on a block (``axis`` None: over the flattened
+    array, which the engine does not take): the block's own scan, its total along the axis,
+    and the carry of the blocks before it added in front."""
+    func: Callable        # (block, op, axis, exclusive, dtype) -> its scan (the backend dispatch)
+    op: str
+    axis: int | None
+    exclusive: bool
+    dtype: np.dtype
+    skipna: bool = False  # NaN counts as the op's identity (np.nancumsum, xarray's skipna)
+
+    @property
+    def name(self) -> str:
+        """Its task names on the dashboard: distconv-cumsum, ..."""
+        return "distconv-" + {"add": "cumsum", "mul": "cumprod", "min": "cummin", "max": "cummax"}[self.op]
+
+    def __call__(self, block):
+        return self.func(self.filled(block), self.op, self.axis, self.exclusive, self.dtype)
+
+    def filled(self, block):
+        """``block`` with NaN as the op's identity where the step skips NaN, else itself."""
+        return nan_as_identity(block, self.op) if self.skipna else block
+
+    def total(self, scanned, block):
+        """The block's total along the axis as a row (a carry's shape), read off its own scan
+        ``scanned`` instead of another pass over it: an inclusive scan's last row (so the next
+        block's carry continues the scan exactly as it ran), an exclusive one's combined with
+        the block's last row."""
+        last = (slice(None),) * self.axis + (slice(-1, None),)
+        if not self.exclusive:
+            return scanned[last].copy()
+        return core_ops.combine(self.op, scanned[last], self.filled(block[last]), self.dtype)
+
+    def combine(self, carry, total):
+        """The carry after a block: op(the carry before it, its total); ``carry`` None at the start."""
+        return core_ops.combine(self.op, carry, total, self.dtype)
+
+    def seed(self, scanned, carry):
+        """``scanned`` (the block's own scan) with ``carry`` (the blocks' before it) combined
+        in front of every element, in place."""
+        xp = array_module(scanned)
+        core_ops.UFUNCS[self.op](xp.asarray(carry, dtype=self.dtype), scanned, out=scanned)
+        return scanned
+
+
+def nan_as_identity(x, op: str):
+    """``x`` (numpy, cupy or dask) with its NaN replaced by ``op``'s identity."""
+    return np.where(np.isnan(x), core_ops.identity(op, x.dtype), x)

@@ -32,7 +32,7 @@ class Job:
     in_shape: tuple | None = None  # the input's; None: the output's
     window: tuple = ()           # ((start, stop), ...): the box of the input the output is; (): all of it
     edges_data: bool = False     # halos read the input beyond the window (a region's edges: data)
-    scan: object = None          # a scan after the chain (ops.scans.ScanStep)
+    scan: object = None          # a scan after the chain (core.stencil.ScanStep)
     part: str = "block"          # block: read to write; local: the block's own scan held, its total
                                  # returned; write: that scan seeded by its carry and written
     owner: ownership.Claim | None = None  # the output's claim: blocks write only while it owns it

@@ -4,60 +4,13 @@ pass per chunk (graph.scan)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .. import backends
 from ..core import checks
 from ..core import ops as core_ops
 from ..core.arrays import array_module, on_data
-from ..core.stencil import Probe
-
-
-@dataclass(frozen=True)
-class ScanStep:
-    """A checked scan, as the engine runs it on a block (``axis`` None: over the flattened
-    array, which the engine does not take): the block's own scan, its total along the axis,
-    and the carry of the blocks before it added in front."""
-    op: str
-    axis: int | None
-    exclusive: bool
-    dtype: np.dtype
-    skipna: bool = False  # NaN counts as the op's identity (np.nancumsum, xarray's skipna)
-
-    @property
-    def name(self) -> str:
-        """Its task names on the dashboard: distconv-cumsum, ..."""
-        return "distconv-" + {"add": "cumsum", "mul": "cumprod", "min": "cummin", "max": "cummax"}[self.op]
-
-    def __call__(self, block):
-        return backends.scan(self.filled(block), self.op, self.axis, self.exclusive, self.dtype)
-
-    def filled(self, block):
-        """``block`` with NaN as the op's identity where the step skips NaN, else itself."""
-        return _nan_as_identity(block, self.op) if self.skipna else block
-
-    def total(self, scanned, block):
-        """The block's total along the axis as a row (a carry's shape), read off its own scan
-        ``scanned`` instead of another pass over it: an inclusive scan's last row (so the next
-        block's carry continues the scan exactly as it ran), an exclusive one's combined with
-        the block's last row."""
-        last = (slice(None),) * self.axis + (slice(-1, None),)
-        if not self.exclusive:
-            return scanned[last].copy()
-        return core_ops.combine(self.op, scanned[last], self.filled(block[last]), self.dtype)
-
-    def combine(self, carry, total):
-        """The carry after a block: op(the carry before it, its total); ``carry`` None at the start."""
-        return core_ops.combine(self.op, carry, total, self.dtype)
-
-    def seed(self, scanned, carry):
-        """``scanned`` (the block's own scan) with ``carry`` (the blocks' before it) combined
-        in front of every element, in place."""
-        xp = array_module(scanned)
-        core_ops.UFUNCS[self.op](xp.asarray(carry, dtype=self.dtype), scanned, out=scanned)
-        return scanned
+from ..core.stencil import Probe, ScanStep, nan_as_identity
 
 
 def scan(x, op="add", axis=None, exclusive=False, dtype=None, skipna=False):
@@ -74,8 +27,8 @@ def scan(x, op="add", axis=None, exclusive=False, dtype=None, skipna=False):
     if isinstance(x, Probe):  # planning: the checked step, nothing run
         out_dtype = core_ops.result_dtype(op, x.dtype, dtype)
         _check_exclusive(exclusive)
-        return ScanStep(op, None if axis is None else checks.axis(axis, max(x.ndim, 1)), exclusive, out_dtype,
-                        skipna and np.dtype(x.dtype).kind in "fc")
+        return ScanStep(backends.scan, op, None if axis is None else checks.axis(axis, max(x.ndim, 1)), exclusive,
+                        out_dtype, skipna and np.dtype(x.dtype).kind in "fc")
     x = checks.as_array(x)
     out_dtype = core_ops.result_dtype(op, x.dtype, dtype)
     _check_exclusive(exclusive)
@@ -90,21 +43,16 @@ def scan(x, op="add", axis=None, exclusive=False, dtype=None, skipna=False):
     skip = skipna and np.dtype(x.dtype).kind in "fc"
 
     def run(data):
-        filled = _nan_as_identity(data, op) if skip else data
+        filled = nan_as_identity(data, op) if skip else data
         if checks.array_kind(data) == "dask":
             from ..graph.scan import scan as graph_scan
 
-            step = ScanStep(op, ax, exclusive, out_dtype, skip)  # what dc.to_zarr hands the engine
+            step = ScanStep(backends.scan, op, ax, exclusive, out_dtype, skip)  # what dc.to_zarr hands the engine
             return graph_scan(filled, op, ax, exclusive, out_dtype,
                               made_of=(data, step) if axis is not None else None)
         return backends.scan(filled, op, ax, exclusive, out_dtype)
 
     return on_data(x, run)
-
-
-def _nan_as_identity(x, op: str):
-    """``x`` (numpy, cupy or dask) with its NaN replaced by ``op``'s identity."""
-    return np.where(np.isnan(x), core_ops.identity(op, x.dtype), x)
 
 
 def _check_exclusive(exclusive):

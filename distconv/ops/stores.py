@@ -10,12 +10,11 @@ encodes there), and the output is distconv's sharded Zarr v3, read by plain zarr
 from __future__ import annotations
 
 from ..core import checks
-from ..core.stencil import identity
+from ..core.stencil import ScanStep, identity
 from ..engine import ownership, storage
 from ..engine.location import absolute, join
 from ..graph.declared import declared
 from .filters import fused_source, fusing
-from .scans import ScanStep
 
 
 def to_zarr(x, path: str, *, overwrite: bool = False, client=None) -> dict:
