@@ -9,7 +9,6 @@ blocks). Otherwise the general dask path runs, and the summary says why."""
 from __future__ import annotations
 
 import warnings
-from dataclasses import replace
 
 import numpy as np
 
@@ -21,7 +20,7 @@ from ..ops.filters import chain_name, fused_chain, fusing, stencil_of
 from ..ops.histograms import planned_edges
 from ..ops.registry import OPS
 from ..ops.scans import scan_step
-from .inputs import lazy_input, region_box
+from .inputs import region_box, whole_input
 from .workflow import Workflow
 
 
@@ -62,7 +61,7 @@ def dataset_chain(wf: Workflow):
     it or None), result), ``result`` the lazy DataArray the steps make over the region."""
     from ..ops import stores
 
-    result = lazy_input(replace(wf, input={k: v for k, v in wf.input.items() if k != "region"}))
+    result = whole_input(wf)
     unfused = None  # the first step whose result is not one stencil or scan the engine can take
     with warnings.catch_warnings():
         # storage chunks thinner than a halo: the engine cuts its own blocks, and the general

@@ -15,6 +15,7 @@ def ensure_input(wf: Workflow):
     """Write the synthetic input when it is asked for and missing; refuse a missing input."""
     inp = wf.input
     if not Location(inp["path"]).exists():
+        wf.opened = None  # it was the lazy definition: opened again once written
         lazy = _synthetic(wf)
         if "variable" in inp:
             import warnings
@@ -29,16 +30,39 @@ def ensure_input(wf: Workflow):
 
 def lazy_input(wf: Workflow):
     """The input as a lazy dask array or DataArray, region applied when it is cut before the
-    steps; nothing written or read but metadata and coordinates. A synthetic input not written yet is its lazy definition,
-    so a workflow can be checked whole before anything runs."""
+    steps (whole_input: opened once per workflow)."""
+    arr = whole_input(wf)
+    if wf.input.get("region") is not None and _cut_first(wf):
+        arr = _region(arr, wf.input["region"])
+    return arr
+
+
+def whole_input(wf: Workflow):
+    """The whole input as a lazy dask array or DataArray; nothing written or read but metadata
+    and coordinates. A synthetic input not written yet is its lazy definition, so a workflow
+    can be checked whole before anything runs. Opened once for ``wf``, and handed down from
+    there: the check, the job's identity, the plan and the run all read this one."""
+    inp = wf.input
+    key = (inp["path"], inp.get("variable"), repr(inp.get("synthetic")))
+    if wf.opened is None or wf.opened[0] != key:
+        wf.opened = (key, _open(wf))
+    return wf.opened[1][0]
+
+
+def stored_input(wf: Workflow):
+    """What ``wf``'s input was opened from: the zarr.Array, or the xarray Dataset of a
+    variable (None for a synthetic input not written yet)."""
+    whole_input(wf)
+    return wf.opened[1][1]
+
+
+def _open(wf: Workflow):
+    """(the whole input, lazy; the zarr.Array or Dataset it reads, or None when synthetic)."""
     inp = wf.input
     if not Location(inp["path"]).exists():
         arr = _synthetic(wf)
-        if "variable" in inp:
-            arr = arr[inp["variable"]]
-    elif "variable" in inp:
-        import xarray as xr
-
+        return (arr[inp["variable"]] if "variable" in inp else arr), None
+    if "variable" in inp:
         try:
             ds = open_dataset(inp["path"])
         except Exception as e:  # noqa: BLE001 - not a dataset: say which key and value
@@ -46,15 +70,12 @@ def lazy_input(wf: Workflow):
         if inp["variable"] not in ds.data_vars:
             raise WorkflowError(f"input.variable {inp['variable']!r} is not in {inp['path']!r}; "
                                 f"it has {', '.join(map(str, ds.data_vars)) or 'no variables'}")
-        arr = ds[inp["variable"]]
-    else:
-        try:
-            arr = storage.open_array(inp["path"])
-        except (ValueError, FileNotFoundError) as e:
-            raise WorkflowError(f"input.path: {e}") from None
-    if inp.get("region") is not None and _cut_first(wf):
-        arr = _region(arr, inp["region"])
-    return arr
+        return ds[inp["variable"]], ds
+    try:
+        arr = storage.open_array(inp["path"])
+    except (ValueError, FileNotFoundError) as e:
+        raise WorkflowError(f"input.path: {e}") from None
+    return arr, storage.zarr_source(arr)[0]
 
 
 REGION_EDGES = ("mode", "data")
@@ -138,7 +159,7 @@ def _region(arr, region):
 def dataset_attrs(wf: Workflow) -> dict:
     """The attributes of the dataset a variable input comes from (title, history, ...), which a
     dataset output keeps."""
-    return dict(open_dataset(wf.input["path"]).attrs)
+    return dict(stored_input(wf).attrs)
 
 
 def open_dataset(path: str):

@@ -10,7 +10,7 @@ from .. import engine
 from ..engine import ownership, storage
 from ..engine.location import Location, join
 from . import direct
-from .inputs import cut_result, open_input
+from .inputs import cut_result, open_input, stored_input, whole_input
 from .outputs import histogram_output, write_histogram
 from .steps import step_function
 from .workflow import Workflow
@@ -55,7 +55,8 @@ class Direct:
         import numpy as np
 
         self.wf, self.job, self.edges, self.frame = wf, job, edges, frame
-        self.array_path, self.source = job.dst, storage.open_array(job.src)
+        whole = whole_input(wf)
+        self.array_path, self.source = job.dst, getattr(whole, "data", whole)
         self.shape, self.dtype = job.layout.shape, job.layout.dtype  # the input's, or its region's
         self._row_in = int(np.prod(self.shape[1:])) * src.dtype.itemsize
         self._row_out = int(np.prod(self.shape[1:])) * np.dtype(self.dtype).itemsize
@@ -97,8 +98,6 @@ def choose(wf: Workflow, gpu: bool):
 
 def _direct(wf: Workflow, gpu: bool):
     """The direct path's plan, or why it cannot run the workflow."""
-    import zarr
-
     why = direct.why_not(wf)
     if why is not None:
         return why
@@ -112,6 +111,6 @@ def _direct(wf: Workflow, gpu: bool):
         job, edges = direct.job_of(wf, src_path, array_path, st, scan, gpu, src.shape, src.dtype, src.chunks,
                                    src.metadata.to_dict(), list(map(str, result.dims)))
         return Direct(wf, job, edges, src, result)
-    src = zarr.open_array(wf.input["path"], mode="r")
+    src = stored_input(wf)
     job, edges, why = direct.plan(wf, gpu, src.ndim, src.dtype, src.shape, src.chunks, src.metadata.to_dict())
     return why if job is None else Direct(wf, job, edges, src, None)

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .inputs import REGION_EDGES, cut_result, lazy_input, region_problems, synthetic_dtype_problem
+from .inputs import REGION_EDGES, cut_result, lazy_input, region_problems, synthetic_dtype_problem, whole_input
 from .steps import step_function
 from .workflow import Workflow, WorkflowError
 
@@ -27,9 +27,8 @@ def check(wf: Workflow, numbers: list | None = None) -> list[str]:
         # spec reports the dtype; the steps are still checked, on a float32 input
         wf = replace(wf, input={**wf.input, "synthetic": {**synth, "dtype": "float32"}})
     region = wf.input.get("region")
-    wf_whole = replace(wf, input={k: v for k, v in wf.input.items() if k != "region"})
     try:
-        arr = lazy_input(wf_whole)
+        arr = whole_input(wf)
     except (WorkflowError, KeyError, TypeError, ValueError) as e:
         return [str(e)]
     problems = []

@@ -4,7 +4,7 @@ those rooms imports another's functions to name them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -24,3 +24,5 @@ class Workflow:
     overwrite: bool = False
     device: str = "auto"
     report: str | None = None
+    # the input as opened for this workflow (batch.inputs.whole_input): opened once, handed down
+    opened: object = field(default=None, repr=False, compare=False)
