@@ -21,7 +21,7 @@ from ..ops.histograms import planned_edges
 from ..ops.registry import OPS
 from ..ops.scans import scan_step
 from .inputs import region_box, whole_input
-from .workflow import Workflow
+from .workflow import Workflow, region_edges
 
 
 def why_not(wf: Workflow) -> str | None:
@@ -36,7 +36,7 @@ def why_not(wf: Workflow) -> str | None:
     if not all(op.stencil for op in ops[:-1]) or not (ops[-1].stencil or ops[-1].scan):
         return "a step is neither a stencil nor a scan as the last step"
     scan = ops[-1].scan
-    if scan and inp.get("region") and inp.get("region_edges", "mode") == "data":
+    if scan and inp.get("region") and region_edges(inp) == "data":
         return "a scan with input.region_edges: data (its carry starts before the region)"
     hist = wf.outputs.get("histogram")
     if hist and np.ndim(hist.get("bins", 256)) == 0 and hist.get("range") is None:
@@ -59,8 +59,6 @@ def dataset_chain(wf: Workflow):
     it; a region is the engine's window, not a cut), as the engine runs them: (why it cannot,
     None, result) or (None, (zarr.Array, its folder or URL, the fused Stencil, the scan after
     it or None), result), ``result`` the lazy DataArray the steps make over the region."""
-    from ..ops import stores
-
     result = whole_input(wf)
     unfused = None  # the first step whose result is not one stencil or scan the engine can take
     with warnings.catch_warnings():
@@ -71,7 +69,7 @@ def dataset_chain(wf: Workflow):
             result = OPS[op].named(result, **params)
             if unfused is None and declared(result.data, (Stencil, ScanStep)) is None and fusing():
                 unfused = _not_one_stencil(i, op, params)
-    reason, found = stores.engine_chain(result.data)
+    reason, found = engine.engine_chain(result.data)
     if found is None and unfused is not None:
         reason = unfused
     region = wf.input.get("region")
@@ -119,7 +117,7 @@ def _steps(wf: Workflow, ndim: int, dtype):
         stencils.append(stencil_of(OPS[op].func, ndim, dtype, **params))
         step_dtype = stencils[-1].result_dtype(step_dtype)
     if any(any(s.periodic) for s in stencils):  # wrap reads its halo from the far edge
-        return None, None, "a step's mode is wrap (its halo comes from the far edge of the array)"
+        return None, None, engine.WRAP_REASON
     # task names read as the steps on the dashboard and in the summary: distconv-gaussian-laplace
     chain = fused_chain(stencils, chain_name(stencils)) if stencils else None
     if last is None:
@@ -153,5 +151,5 @@ def job_of(wf: Workflow, src: str, dst: str, st, scan, gpu: bool, shape, dtype, 
     region = wf.input.get("region")
     window = region_box(region, shape, dims) if region else ()
     job = engine.plan(src, dst, st, shape, dtype, storage_chunks, gpu, src_meta,
-                      wf.outputs.get("chunks"), bins, window, wf.input.get("region_edges", "mode") == "data", scan)
+                      wf.outputs.get("chunks"), bins, window, region_edges(wf.input) == "data", scan)
     return job, edges

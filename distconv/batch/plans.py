@@ -1,14 +1,14 @@
 """How a checked workflow is written, path by path: ``Direct`` (the engine's job: one task per
 block from read to write) where the engine takes it, else ``General`` (the steps as a dask graph
 over the input's chunks, written chunk-aligned by dask). Each gives the runner the same things:
-the output's array path and dataset frame, the graph to compute (once the output is claimed),
-the histogram, the byte counts and what the summary says of the path."""
+the output's array path and dataset frame, the engine's plan (engine.write runs it, once the
+output is claimed), the histogram, the byte counts and what the summary says of the path."""
 
 from __future__ import annotations
 
 from .. import engine
 from ..engine import ownership, storage
-from ..engine.location import Location, join
+from ..engine.location import join
 from . import direct
 from .inputs import cut_result, open_input, stored_input, whole_input
 from .outputs import histogram_output, write_histogram
@@ -31,13 +31,14 @@ class General:
         self.storage_chunks = wf.outputs.get("chunks") or src["storage"]
         self.array_path, self.shape, self.dtype = str(wf.outputs["path"]), self.data.shape, self.data.dtype
         self.skipped = 0
+        self.engine = engine.Plan(data=self.data, why=why)  # dask's writes, chunk-aligned
+        self.codec = wf.outputs.get("codec", "zstd")
 
-    def graph(self, array_path, attrs, dims, claim, client):
+    def count(self, array_path, claim):
+        """What this run reads and writes (a resumed one: the blocks not written yet)."""
         self.skipped = (storage.written_bytes(self.data, array_path, claim.token, self.storage_chunks)
                         if claim.resuming else 0)
         self.bytes_in, self.bytes_out = self.nbytes_in - self.skipped, self.data.nbytes - self.skipped
-        return storage.store_into(self.data, array_path, claim, self.storage_chunks,
-                                  self.wf.outputs.get("codec", "zstd"), attrs, dims)
 
     def histogram(self, results, client):
         hist = self.wf.outputs.get("histogram")
@@ -55,22 +56,16 @@ class Direct:
         import numpy as np
 
         self.wf, self.job, self.edges, self.frame = wf, job, edges, frame
+        self.engine, self.codec, self.storage_chunks = engine.Plan(job=job), "zstd", None
         whole = whole_input(wf)
         self.array_path, self.source = job.dst, getattr(whole, "data", whole)
         self.shape, self.dtype = job.layout.shape, job.layout.dtype  # the input's, or its region's
         self._row_in = int(np.prod(self.shape[1:])) * src.dtype.itemsize
         self._row_out = int(np.prod(self.shape[1:])) * np.dtype(self.dtype).itemsize
 
-    def graph(self, array_path, attrs, dims, claim, client):
-        import dataclasses
-
-        job = self.job = dataclasses.replace(self.job, owner=claim)  # its blocks write while it owns the output
-        resuming = claim.resuming
-        if not (resuming and Location(array_path).child("zarr.json").exists()):
-            engine.create_output(array_path, self.shape, job.layout.dtype, job.layout, attrs, dims)
-        # the block marks' folder, also for a run resumed after the last one dropped it (it was
-        # interrupted between finishing the blocks and marking the output complete)
-        Location(array_path).child(ownership.BLOCKS).make_dir()
+    def count(self, array_path, claim):
+        """What this run reads and writes (a resumed one: the blocks this job has not written)."""
+        job, resuming = self.job, claim.resuming
         done = ownership.written_blocks(array_path, claim.token) if resuming else set()
         skipped_rows = sum(r1 - r0 for i, (r0, r1) in enumerate(job.row_blocks) if engine.block_mark(job, i) in done)
         # a resumed run with a histogram or a carried scan still reads every block, writes the missing
@@ -78,7 +73,6 @@ class Direct:
         self.bytes_in = (self.shape[0] - (0 if rereads else skipped_rows)) * self._row_in
         self.bytes_out = (self.shape[0] - skipped_rows) * self._row_out
         self.skipped = skipped_rows * self._row_out
-        return list(engine.graph(job, job.name, engine.workers(client)))
 
     def histogram(self, results, client):
         if self.edges is None:

@@ -72,9 +72,14 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     array_path, attrs, dims = plan.array_path, _attrs(wf), None
     if plan.frame is not None:  # a dataset in, a dataset out: xr.open_zarr(output) gives it back
         array_path, attrs, dims = _dataset_frame(wf, plan.frame, claim.resuming)
-    graph = plan.graph(array_path, attrs, dims, claim, client)
+    plan.count(array_path, claim)
+
+    def write(watch):
+        return engine.write(plan.engine, array_path, claim, client, attrs, dims, plan.codec, plan.storage_chunks,
+                            watch)
+
     try:
-        step_seconds, results = _compute(graph, client, progress, claim)
+        step_seconds, results = _compute(write, client, progress)
         _finish(wf, array_path, dims is not None, claim)
     except ownership.Superseded as e:  # another run claimed the output meanwhile
         raise WorkflowError(str(e)) from None
@@ -103,8 +108,7 @@ def _dataset_frame(wf: Workflow, result, resuming: bool):
 
 
 def _finish(wf: Workflow, array_path: str, dataset: bool, claim: ownership.Claim):
-    """The block marks dropped, a dataset's metadata consolidated, then the completion mark."""
-    storage.finish(array_path)
+    """A dataset's metadata consolidated, then the completion mark."""
     if dataset:
         storage.consolidate(str(wf.outputs["path"]))
     ownership.mark_complete(str(wf.outputs["path"]), {"workflow": wf.name}, claim)
@@ -140,18 +144,19 @@ def _with_files(summary: dict, wf: Workflow, hist, source, array_path: str) -> d
     return summary
 
 
-def _compute(job, client, progress, claim: ownership.Claim) -> tuple[dict, object]:
-    """Run the job (engine.compute: stopped on the cluster when interrupted or failed); returns
-    busy seconds per task prefix (the steps, as the dashboard names them: distconv-gaussian,
-    distconv-correlate, distconv-store, ...) when on a cluster, and the computed results."""
+def _compute(write, client, progress) -> tuple[dict, object]:
+    """Run ``write(watch)`` (engine.write: stopped on the cluster when interrupted or failed);
+    returns busy seconds per task prefix (the steps, as the dashboard names them:
+    distconv-gaussian, distconv-correlate, distconv-store, ...) when on a cluster, and the
+    computed results."""
     if client is None:
-        return {}, engine.compute(job, None, claim)
+        return {}, write(None)
     from dask.utils import key_split
     from distributed import get_task_stream
 
     with get_task_stream(client) as ts:
         submitted = time.time()
-        results = engine.compute(job, client, claim, _show_progress if progress else None)
+        results = write(_show_progress if progress else None)
     busy: dict = {}
     starts = [s["start"] for task in ts.data for s in task.get("startstops", ()) if s["action"] == "compute"]
     if starts:
@@ -196,12 +201,7 @@ def _use_gpu(wf: Workflow, client) -> bool:
     """GPU blocks when every worker (or this process, without a client) has a GPU and cupy."""
     if wf.device == "cpu":
         return False
-    from ..backends.devices import gpu_count, gpu_stack_available
-
-    def probe():
-        return bool(gpu_count()) and gpu_stack_available()
-
-    gpus = all(client.run(probe).values()) if client is not None else probe()
+    gpus = engine.gpu_blocks(client)
     if wf.device == "gpu" and not gpus:
         raise WorkflowError("device: gpu asked for, but the workers have no GPU with cupy and dask-cuda")
     return gpus

@@ -8,6 +8,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
+# input.region_edges: where a region's edges get their values, "mode" (the default: the region
+# is cut before the steps, whose boundary modes apply at its edges) or "data" (it is cut from
+# the whole array's result)
+REGION_EDGES = ("mode", "data")
+
+
+def region_edges(inp: dict) -> str:
+    """A workflow input's ``region_edges`` (REGION_EDGES[0] when it says none)."""
+    return inp.get("region_edges", REGION_EDGES[0])
+
+
 class WorkflowError(ValueError):
     """A workflow file (or its run) asks for something that cannot be done; says which key."""
 

@@ -2,11 +2,13 @@
 block from read to write, behind every face (`distconv run`, ``dc.to_zarr``, the xarray
 accessor's ``to_zarr``).
 
-- compute.py: a write's graph computed so that an interrupted or failed run stops its blocks
+- chain.py: what the engine runs of a lazy result (its declared chain), planned, or why not
+- compute.py: the one write pipeline of every face (create, compute, finish); an interrupted or
+  failed run stops its blocks
 - plan.py: the job (its blocks, the output's layout, which blocks run in this run)
 - job.py: a block's task and the dask graph of a job's blocks
 - placement.py: which worker runs which blocks, and a block whose worker died runs elsewhere
-- read.py, write.py: a block's read stage and the output it writes into
+- read.py, output.py: a block's read stage, and the output array it writes into
 - slots.py, config.py: who runs when in a worker, and the dask config keys it reads
 - prewarm.py: a GPU worker's one-time costs (page-locked staging, nvCOMP's first calls) at its start
 - carries.py: a scan's carry across blocks
@@ -15,14 +17,16 @@ accessor's ``to_zarr``).
   removed), location.py (local folders and object stores alike)
 """
 
-from .compute import compute
+from .chain import WRAP_REASON, Plan, engine_chain, gpu_blocks, plan_write
+from .compute import compute, write
 from .config import batch_bytes, device_blocks, held_bytes, io_slots, open_with_settings, prewarm_enabled, zarr_settings
 from .job import graph, run_block
 from .placement import workers
 from .plan import Job, block_mark, plan
 from .slots import local_blocks
-from .write import create_output, shard_shape
+from .output import create_output, shard_shape
 
-__all__ = ["Job", "batch_bytes", "block_mark", "compute", "create_output", "device_blocks", "graph", "held_bytes",
-           "io_slots", "local_blocks", "open_with_settings", "plan", "prewarm_enabled", "run_block", "shard_shape",
-           "workers", "zarr_settings"]
+__all__ = ["Job", "Plan", "WRAP_REASON", "batch_bytes", "block_mark", "compute", "create_output",
+           "device_blocks", "engine_chain", "gpu_blocks", "graph", "held_bytes", "io_slots", "local_blocks",
+           "open_with_settings", "plan", "plan_write", "prewarm_enabled", "run_block", "shard_shape",
+           "workers", "write", "zarr_settings"]

@@ -1,4 +1,10 @@
-"""Computing a write: the one place a face's graph of block writes meets the cluster, so that a
+"""The one write pipeline every face runs (`distconv run`, ``dc.to_zarr``, the accessor's
+``to_zarr``): a plan (chain.plan_write: the engine's job, else dask's writes) into an output a
+claim made ours (ownership.claim): the array created, its blocks computed, the block marks
+dropped; the caller marks the output complete once all of it is written (a dataset's every
+variable, its consolidated metadata).
+
+Computing is the one place a face's graph of block writes meets the cluster, so that a
 run owns its work to the end. On Ctrl-C or any failure the run is stopped before the caller
 sees the error: the owner mark names no run (blocks not yet writing will not write), its tasks
 are cancelled, and the writes already under way are waited for on every worker. A kept cluster
@@ -6,10 +12,40 @@ then holds nothing of it that could land in the output later (ownership.py)."""
 
 from __future__ import annotations
 
-from . import ownership
+import dataclasses
+
+from . import ownership, storage
+from .chain import Plan
+from .job import graph as job_graph
+from .location import Location
+from .placement import workers
 from .slots import local_blocks
+from .output import create_output
 
 STOP_WAIT_S = 30.0  # longest a stopped run waits for its blocks' writes under way (a shard write)
+
+
+def write(plan: Plan, dst: str, claim: ownership.Claim, client, attrs=None, dims=None, codec: str = "zstd",
+          storage_chunks=None, watch=None):
+    """Write ``plan`` into the array at ``dst`` (inside the output ``claim`` made ours; a
+    resumed claim keeps what is there and writes only the missing blocks): the engine's job as
+    one task per block (its results: (each block's, the merged (histogram counts, stage
+    seconds))), or dask's writes of the plan's data, chunk-aligned (``codec``,
+    ``storage_chunks``; results: write flags). ``attrs``/``dims``: the array's attributes and
+    dimension names. Returns the computed results."""
+    if plan.job is None:
+        writes = storage.store_into(plan.data, dst, claim, storage_chunks, codec, attrs, dims)
+    else:
+        job = dataclasses.replace(plan.job, owner=claim, dst=dst)  # its blocks write while the claim owns it
+        if not (claim.resuming and Location(dst).child("zarr.json").exists()):
+            create_output(dst, job.layout.shape, job.layout.dtype, job.layout, attrs or {}, dims)
+        # the block marks' folder, also for a run resumed after the last one dropped it (it was
+        # interrupted between finishing the blocks and marking the output complete)
+        Location(dst).child(ownership.BLOCKS).make_dir()
+        writes = list(job_graph(job, job.name, workers(client)))
+    results = compute(writes, client, claim, watch)
+    storage.finish(dst)
+    return results
 
 
 def compute(graph, client, claim: ownership.Claim | None, watch=None):

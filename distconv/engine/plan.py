@@ -12,7 +12,7 @@ import numpy as np
 from ..core.stencil import Stencil
 from ..graph.halo import merge_thin
 from . import ownership, shards
-from .write import shard_shape
+from .output import shard_shape
 
 
 @dataclass(frozen=True)

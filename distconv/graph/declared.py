@@ -9,6 +9,17 @@ from __future__ import annotations
 
 from dask.highlevelgraph import MaterializedLayer
 
+# dask config ``distconv.fuse: false`` keeps one halo pass per op (for comparison; results are
+# the same), read when an op is called and when a face hands a result to the engine
+FUSE_KEY = "distconv.fuse"
+
+
+def fusing() -> bool:
+    """May a step fuse with the step its input declares (and the engine take a declared chain)?"""
+    import dask
+
+    return bool(dask.config.get(FUSE_KEY, True))
+
 
 class Declared(MaterializedLayer):
     """An array's tasks, with the array they read (``source``) and the ``step`` they run."""

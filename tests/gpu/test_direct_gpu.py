@@ -11,7 +11,8 @@ import zarr
 
 from distconv import batch
 from distconv import engine
-from distconv.engine import shards, storage, write
+from distconv.core.frames import aligned_up
+from distconv.engine import output, shards, storage
 
 from ..helpers import poison_gpu_pool, read_rows, write_block
 
@@ -38,7 +39,7 @@ def test_direct_path_on_the_gpu_equals_scipy(tmp_path, monkeypatch, shape, chunk
 
     root = f"memory://{uuid.uuid4().hex}/" if where == "url" else ""
     monkeypatch.setattr(storage, "GPU_CHUNK_BYTES", 9000)  # many blocks: halos cross them
-    monkeypatch.setattr(write, "SHARD_MIN_BYTES", 0)
+    monkeypatch.setattr(output, "SHARD_MIN_BYTES", 0)
     monkeypatch.setattr(shards, "INNER_BYTES", 300)
     steps = [{"op": "gaussian_filter", "sigma": 1.5}, {"op": "laplace", "mode": "nearest"}]
     wf, s = _run(tmp_path, "a", {"path": f"{root}in.zarr", "synthetic": {"shape": list(shape),
@@ -112,7 +113,7 @@ def test_nvcomp_frames_round_trip_with_cpu_zstd(frame):
     poison_gpu_pool(1 << 26)
     buf, starts, sizes = gpu_zstd.encode_frames(cupy.asarray(raw), frame, 8)
     assert len(starts) == 16 and not (starts % gpu_zstd.FRAME_ALIGN).any()
-    ends = starts + gpu_zstd.aligned_up(sizes)
+    ends = starts + aligned_up(sizes, gpu_zstd.FRAME_ALIGN)
     assert (starts[1:] == ends[:-1]).all() and ends[-1] == buf.size
     gaps = np.ones(buf.size, bool)
     for i, (a, n) in enumerate(zip(starts, sizes)):
@@ -144,7 +145,7 @@ def test_zarr_chunks_decoded_in_batches_of_blocks_on_the_gpu(tmp_path, monkeypat
         pytest.skip("nvCOMP not installed")
     block = 32 * 61 * 4
     monkeypatch.setattr(storage, "GPU_CHUNK_BYTES", block)  # blocks of 4 chunk rows
-    monkeypatch.setattr(write, "SHARD_MIN_BYTES", 0)
+    monkeypatch.setattr(output, "SHARD_MIN_BYTES", 0)
     x = np.random.default_rng(11).standard_normal((203, 61)).astype(np.float32)
     x[40:48, 16:32] = 0.5
     z = zarr.create_array(str(tmp_path / "in.zarr"), shape=x.shape, chunks=(8, 16), dtype="f4", fill_value=0.5,

@@ -1,0 +1,75 @@
+"""What the engine runs of a lazy result: the fused stencil chain (and the scan after it) that
+its graph layers declare over a Zarr array read whole, planned into a job, or why the engine
+cannot take it (then dask's path writes it, and the face says why)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.stencil import ScanStep, Stencil, identity
+from ..graph.declared import declared, fusing
+from . import storage
+from .plan import Job
+from .plan import plan as plan_job
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A write's plan: the engine's ``job``, or else dask's writes of ``data`` (``why``: the
+    reason the engine does not run it, in the user's words)."""
+    job: Job | None = None
+    data: object = None
+    why: str | None = None
+
+
+def engine_chain(data):
+    """(None, (the zarr.Array ``data`` reads, its folder or URL, the fused Stencil made of it,
+    the scan after it or None)), or (why the engine cannot run ``data``, None)."""
+    from ..core import checks
+
+    if checks.array_kind(data) != "dask":
+        return f"a {checks.array_kind(data)} array, not a lazy one read from Zarr", None
+    data, scan = declared(data, ScanStep) or (data, None)
+    fused = declared(data, Stencil) if fusing() else None
+    if fused is None and scan is None:
+        if not fusing():
+            return "distconv.fuse is off (the engine runs a fused chain of distconv stencils)", None
+        return ("its last step is not a distconv stencil or scan but arithmetic, a slice or another dask "
+                "operation (laplace over some of the dims, or with a mode per dim, is a sum of second "
+                "derivatives; nan_policy='omit' divides two filters)"), None
+    source, st = fused if fused is not None else (data, identity(data.ndim, scan.name))
+    z, why = storage.zarr_source(source)
+    if z is None:
+        return why, None
+    if any(st.periodic):
+        return WRAP_REASON, None
+    src, why = storage.store_path(z)
+    if src is None:
+        return why, None
+    return None, (z, src, st, scan)
+
+
+WRAP_REASON = "a step's mode is wrap (its halo comes from the far edge of the array)"
+
+
+def plan_write(data, dst: str, gpu: bool, bins=(None, True), out_chunks=None, window=(), edges_data=False) -> Plan:
+    """The plan of writing the lazy result ``data`` to ``dst``: the engine's job where it takes
+    the chain (``bins``, ``out_chunks``, ``window``, ``edges_data``: as engine.plan's), else
+    dask's writes of ``data`` and why."""
+    why, found = engine_chain(data)
+    if found is None:
+        return Plan(data=data, why=why)
+    z, src, st, scan = found
+    return Plan(job=plan_job(src, dst, st, z.shape, z.dtype, z.chunks, gpu, z.metadata.to_dict(), out_chunks, bins,
+                             window, edges_data, scan))
+
+
+def gpu_blocks(client) -> bool:
+    """Do blocks run on GPUs: every worker (or this process, without a client) has a GPU with
+    cupy."""
+    from ..backends.devices import gpu_count, gpu_stack_available
+
+    def probe():
+        return bool(gpu_count()) and gpu_stack_available()
+
+    return all(client.run(probe).values()) if client is not None else probe()
