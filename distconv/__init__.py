@@ -5,13 +5,13 @@ Importing distconv never imports cupy and never touches a GPU. It imports none o
 xarray or zarr either: the ops load on first use (``dc.gaussian_filter`` and the others,
 ``dc.to_zarr``), and the ``.distconv`` accessor is registered as soon as xarray is imported,
 before or after distconv. So a `distconv run` handed to the process kept warm beside a running
-cluster (distconv/handoff.py) starts in a fraction of a second.
+cluster (distconv/session/handoff.py) starts in a fraction of a second.
 """
 
 import importlib
 import sys
 
-from .cluster import cluster  # noqa: F401  (the function; it shadows the module's attribute)
+from .session.cluster import cluster  # noqa: F401  (the function)
 
 __version__ = "0.1.0"
 

@@ -5,7 +5,7 @@ import pytest
 import scipy.ndimage as ndi
 
 import distconv as dc
-from distconv.cluster import ClusterConfigError, load_config
+from distconv.session.config import ClusterConfigError, load_config
 
 from .helpers import assert_matches
 
@@ -81,7 +81,7 @@ def test_warm_workers_does_nothing_without_local_worker_processes(cfg):
     will reject (its error then comes from there, naming the key)."""
     import multiprocessing.forkserver as fs
 
-    from distconv.cluster import warm_workers
+    from distconv.session.cluster import warm_workers
 
     before = fs._forkserver._forkserver_pid
     assert warm_workers(cfg) is False
@@ -90,7 +90,7 @@ def test_warm_workers_does_nothing_without_local_worker_processes(cfg):
 
 WARMED = """
 import sys
-from distconv.cluster import cluster, warm_workers
+from distconv.session.cluster import cluster, warm_workers
 import numpy as np, scipy.ndimage as ndi
 if __name__ == "__main__":
     cfg = {"type": "cpu", "n_workers": 2, "threads_per_worker": 1, "dashboard_address": None}

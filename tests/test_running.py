@@ -147,15 +147,15 @@ def test_the_warm_process_removes_only_a_socket_at_its_path(tmp_path):
     the server then does not listen: runs are not handed over)."""
     import socket
 
-    from distconv import handoff
+    from distconv.session import warm
 
     mine = tmp_path / "cluster.sock"
     mine.write_text("the user's")
-    handoff._remove_socket(str(mine))
+    warm._remove_socket(str(mine))
     assert mine.read_text() == "the user's"
     stale = tmp_path / "stale.sock"
     with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
         s.bind(str(stale))
-    handoff._remove_socket(str(stale))
+    warm._remove_socket(str(stale))
     assert not stale.exists()
-    handoff._remove_socket(str(tmp_path / "absent.sock"))
+    warm._remove_socket(str(tmp_path / "absent.sock"))

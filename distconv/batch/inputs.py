@@ -8,14 +8,15 @@ import numpy as np
 
 from ..engine import storage
 from ..engine.location import Location
-from .workflow import Workflow, WorkflowError
+from .workflow import Workflow, WorkflowError, region_edges
 
 
 def ensure_input(wf: Workflow):
     """Write the synthetic input when it is asked for and missing; refuse a missing input."""
     inp = wf.input
+    if wf.opened is not None and wf.opened[1][1] is None:
+        wf.opened = None  # the synthetic definition (written here, or by another workflow): open it stored
     if not Location(inp["path"]).exists():
-        wf.opened = None  # it was the lazy definition: opened again once written
         lazy = _synthetic(wf)
         if "variable" in inp:
             import warnings
@@ -78,14 +79,11 @@ def _open(wf: Workflow):
     return arr, storage.zarr_source(arr)[0]
 
 
-REGION_EDGES = ("mode", "data")
-
-
 def _cut_first(wf: Workflow) -> bool:
     """Is the region cut from the input before the steps (its edges get the steps' boundary
     modes: ``region_edges: mode``), rather than from the result (``data``: the values the
     whole array's result has there)?"""
-    return wf.input.get("region_edges", "mode") == "mode"
+    return region_edges(wf.input) == "mode"
 
 
 def cut_result(wf: Workflow, arr):

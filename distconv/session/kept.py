@@ -3,9 +3,9 @@ cluster `distconv run` would, from the same cluster config) in a process of its 
 `distconv run` or `dc.cluster()` whose cluster config is the same joins it instead of paying
 the start-up again; `distconv cluster stop` ends it, `status` shows it.
 
-The running cluster is recorded in a small state file (dask config ``distconv.cluster-state``,
-default ``~/.cache/distconv/cluster.json``): its scheduler address, dashboard, process id and
-the resolved config it was started from.
+The running cluster is recorded in a small state file (record.py): its scheduler address,
+dashboard, process id and the resolved config it was started from. Beside it runs the warm
+process that `distconv run`s are handed to (warm.py).
 """
 
 from __future__ import annotations
@@ -18,62 +18,29 @@ import sys
 import time
 from pathlib import Path
 
-STATE_KEY = "distconv.cluster-state"
-
-
-def state_path() -> Path:
-    import dask
-
-    default = Path.home() / ".cache" / "distconv" / "cluster.json"
-    return Path(dask.config.get(STATE_KEY, None) or default).expanduser()
-
-
-def recorded() -> dict | None:
-    """The running cluster's record, or None (no record, or its process is gone: the stale
-    record is removed)."""
-    p = state_path()
-    try:
-        doc = json.loads(p.read_text())
-        os.kill(int(doc["pid"]), 0)
-    except (OSError, ValueError, KeyError, TypeError):
-        if p.exists():
-            p.unlink(missing_ok=True)
-        return None
-    return doc
-
-
-def joinable(cfg: dict) -> str | None:
-    """The scheduler address of a running cluster started from the same resolved config as
-    ``cfg``, or None."""
-    doc = recorded()
-    if doc is None or doc.get("config") != _comparable(cfg):
-        return None
-    return doc["address"]
-
-
-def _comparable(cfg: dict) -> dict:
-    return json.loads(json.dumps(cfg, default=str))
+from . import handoff
+from .cluster import START_METHOD_KEY, dashboard_link, make_cluster, warm_workers
+from .config import ClusterConfigError, load_config
+from .record import comparable, recorded, state_path
 
 
 def start(config=None, timeout: float = 120.0) -> dict:
     """Start the cluster of ``config`` in a new process (its own session: a terminal's Ctrl-C
     does not reach it) and wait for its record. A running one of the same config is kept."""
-    from .cluster import ClusterConfigError, load_config
-
     cfg = load_config(config)
     if cfg["type"] == "address":
         raise ClusterConfigError("cluster type 'address' joins a scheduler someone else runs: "
                                  "there is nothing to start")
     doc = recorded()
     if doc is not None:
-        if doc.get("config") != _comparable(cfg):
+        if doc.get("config") != comparable(cfg):
             raise ClusterConfigError(f"a distconv cluster of another config is running at {doc['address']}; "
                                      "stop it first (distconv cluster stop)")
         return {**doc, "started": False}
     p = state_path()
     p.parent.mkdir(parents=True, exist_ok=True)
     log = open(p.with_suffix(".log"), "ab")
-    proc = subprocess.Popen([sys.executable, "-m", "distconv.running", json.dumps(_comparable(cfg)), str(p)],
+    proc = subprocess.Popen([sys.executable, "-m", "distconv.session.kept", json.dumps(comparable(cfg)), str(p)],
                             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -130,11 +97,9 @@ def serve(cfg: dict, path: str):
     import dask
     from distributed import Client  # its config loaded before a key of it is set and unset below
 
-    from .cluster import START_METHOD_KEY, dashboard_link, make_cluster, warm_workers
-
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
-    server = _start_handoff(path)  # its imports run while the cluster starts
+    server = _start_warm(path)  # its imports run while the cluster starts
     warm = warm_workers(cfg)
     with dask.config.set({START_METHOD_KEY: "forkserver"}) if warm else contextlib.nullcontext():
         owned = make_cluster(cfg)
@@ -165,12 +130,10 @@ def _listening(server, timeout: float = 60.0) -> dict:
     return record if proc.poll() is None and os.path.exists(record["handoff"]) else {}
 
 
-def _start_handoff(path: str):
-    """The warm process that runs `distconv run`s handed to this cluster (distconv/handoff.py):
+def _start_warm(path: str):
+    """The warm process that runs `distconv run`s handed to this cluster (warm.py):
     (its process, what the record says of it), or None where runs cannot be handed over."""
     import tempfile
-
-    from . import handoff
 
     if not handoff.supported():
         return None
@@ -179,7 +142,7 @@ def _start_handoff(path: str):
         sock = os.path.join(tempfile.gettempdir(), f"distconv-{os.getuid()}-{os.getpid()}.sock")
     # one thread per math library: the server forks its children, which run no math
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "distconv.handoff", sock], stdin=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen([sys.executable, "-m", "distconv.session.warm", sock], stdin=subprocess.DEVNULL, env=env)
     return proc, {"handoff": sock, "handoff_identity": handoff.identity()}
 
 

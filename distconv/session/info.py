@@ -6,8 +6,8 @@ import importlib.metadata
 import shutil
 import subprocess
 
-from .backends.devices import gpu_count, gpu_stack_available
-from .cluster import load_config, resolve_type
+from ..backends.devices import gpu_count, gpu_stack_available
+from .config import load_config, resolve_type
 
 PACKAGES = ("distconv", "numpy", "scipy", "dask", "distributed", "zarr", "xarray",
             "cupy-cuda13x", "cupy-cuda12x", "cupy", "dask-cuda")

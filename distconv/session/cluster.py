@@ -1,94 +1,18 @@
-"""cluster.yaml (or a dict) -> a running dask Client: LocalCUDACluster, LocalCluster or an
-existing scheduler. The client never touches a GPU: GPUs are counted with nvidia-smi."""
+"""``dc.cluster()``: a dask Client on the configured cluster (config.py) — a local
+LocalCUDACluster or LocalCluster started for it, the kept cluster of the same config joined
+(record.py), or an existing scheduler's address — and the forkserver its local workers start
+from. The client never touches a GPU."""
 
 from __future__ import annotations
 
 import contextlib
-import difflib
 import functools
 import os
 import signal
 import threading
-from pathlib import Path
 
-import yaml
-
-from .backends.devices import gpu_count, gpu_stack_available
-
-DEFAULTS = {
-    "type": "auto",                 # auto | cuda | cpu | address
-    "address": None,                # tcp://host:8786 when type is address
-    "n_workers": None,              # cuda: one per visible GPU; cpu: min(4, cores)
-    "threads_per_worker": None,     # cuda: 8 (Zarr decode/encode runs on these); cpu: cores/workers
-    "processes": True,              # cpu only: False runs workers as threads of this process
-    "memory_limit": "auto",
-    "device_memory_limit": None,    # cuda: spill to host above this (e.g. "60GB", 0.8)
-    "rmm_pool_size": None,          # cuda: e.g. "40GB"
-    "protocol": "tcp",
-    "dashboard_address": "127.0.0.1:8787",
-    "host": "127.0.0.1",            # the scheduler binds here unless told otherwise
-    "local_directory": None,
-    "tls": None,                    # {ca_file, cert, key} for multi-node clusters
-    "timeout": "10s",               # connecting to an address
-}
-TYPES = ("auto", "cuda", "cpu", "address")
-
-
-class ClusterConfigError(ValueError):
-    pass
-
-
-def load_config(config=None) -> dict:
-    """Merge ``config`` (path, dict or None -> ./cluster.yaml if present) over the defaults."""
-    if config is None:
-        config = "cluster.yaml" if Path("cluster.yaml").is_file() else {}
-    if isinstance(config, (str, os.PathLike)):
-        path = Path(config)
-        if not path.is_file():
-            raise ClusterConfigError(f"cluster config {str(path)!r} does not exist")
-        config = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(config, dict):
-        raise ClusterConfigError(f"cluster config must be a mapping, got {type(config).__name__}")
-    config = config.get("cluster", config)
-    if not isinstance(config, dict):
-        raise ClusterConfigError(f"cluster config: 'cluster' must be a mapping, got {config!r}")
-    problems = []
-    for key in sorted(set(config) - set(DEFAULTS), key=str):
-        near = difflib.get_close_matches(str(key), list(DEFAULTS), n=1)
-        hint = f" (did you mean {near[0]!r}?)" if near else ""
-        problems.append(f"unknown cluster key {key!r}{hint}; allowed: {', '.join(DEFAULTS)}")
-    cfg = {**DEFAULTS, **config}
-    if cfg["type"] not in TYPES:
-        problems.append(f"cluster key 'type' is {cfg['type']!r}; allowed: {', '.join(TYPES)}")
-    if cfg["type"] == "address" and not cfg["address"]:
-        problems.append("cluster key 'address' is required when type is 'address'")
-    for key in ("n_workers", "threads_per_worker"):
-        v = cfg[key]
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-            problems.append(f"cluster key {key!r} must be a positive integer, got {v!r}")
-    if cfg["protocol"] not in ("tcp", "tls", "ucx", "inproc"):
-        problems.append(f"cluster key 'protocol' is {cfg['protocol']!r}; allowed: tcp, tls, ucx, inproc")
-    if cfg["tls"] is not None:
-        if not isinstance(cfg["tls"], dict) or set(cfg["tls"]) - {"ca_file", "cert", "key"}:
-            problems.append("cluster key 'tls' must be a mapping with ca_file, cert, key")
-    if not isinstance(cfg["processes"], bool):
-        problems.append(f"cluster key 'processes' must be true or false, got {cfg['processes']!r}")
-    if problems:
-        raise ClusterConfigError("; ".join(problems))
-    return cfg
-
-
-def resolve_type(cfg: dict) -> str:
-    kind = cfg["type"]
-    if kind == "auto":
-        return "cuda" if gpu_count() and gpu_stack_available() else "cpu"
-    if kind == "cuda":
-        if not gpu_count():
-            raise ClusterConfigError("cluster type 'cuda' asked for, but nvidia-smi lists no GPU")
-        if not gpu_stack_available():
-            raise ClusterConfigError("cluster type 'cuda' needs the GPU extra: "
-                                     "pip install 'distconv[cuda13]' (or cuda12)")
-    return kind
+from . import record
+from .config import ClusterConfigError, load_config, resolve_type
 
 
 def _security(cfg: dict):
@@ -155,9 +79,7 @@ def warm_workers(config=None) -> bool:
         return False
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return False
-    from . import running
-
-    if running.joinable(cfg):  # a kept cluster of this config is up: no workers to start
+    if record.joinable(cfg):  # a kept cluster of this config is up: no workers to start
         return False
     _start_server(kind)
     return True
@@ -255,7 +177,7 @@ def cluster(config=None, *, quiet: bool = False):
     from distributed import Client
 
     cfg = load_config(config)
-    running = _running_address(cfg) if cfg["type"] != "address" else None
+    running = record.joinable(cfg) if cfg["type"] != "address" else None  # a kept one (kept.py)
     if cfg["type"] == "address":
         try:
             client = Client(cfg["address"], timeout=cfg["timeout"], security=_security(cfg))
@@ -320,13 +242,6 @@ def _let_feeds_end(client, timeout: float = FEED_WAIT_S):
         client.run_on_scheduler(feeds_ended, timeout=timeout)
     except Exception:  # noqa: BLE001 - a scheduler already gone has no stream left to end
         pass
-
-
-def _running_address(cfg: dict):
-    """The address of a cluster kept running from this same config (distconv/running.py)."""
-    from . import running
-
-    return running.joinable(cfg)
 
 
 def _quiet_shutdown(client, workers: bool = True):

@@ -1,14 +1,7 @@
-"""A `distconv run` handed to a process kept warm beside a kept cluster.
-
-Most of a run's start-up on a kept cluster was this process importing what a run imports
-(dask.array with xarray, pandas, scipy and cupy; distributed; zarr: ~1.4 s of ~1.9 on one H200
-node). `distconv cluster start` therefore also starts a server (``serve``) that has imported all
-of it once; `distconv run` (``forward``), when the kept cluster is the one its cluster config
-would join, passes it its arguments, working directory, environment and its terminal's stdin,
-stdout and stderr, and waits. The server forks a child per run that takes those over and runs
-the same CLI code a fresh process would (the workflow checked first, the same messages, exit
-codes and progress on the same terminal); Ctrl-C is passed on to the child. Anything that does
-not fit (no server, another Python or package, not Linux) runs in this process as before.
+"""The process kept warm beside a kept cluster (kept.py starts it), which runs the `distconv run`s
+handed to it (handoff.py, the caller's side): it imports what a run imports once, then forks a
+child per request that becomes the `distconv run` that asked (its working directory, environment
+and terminal) and runs the command's body (command.py) with the caller's start time.
 
 Requests come over a Unix socket of the user's own (mode 0600, peer credentials checked).
 """
@@ -21,70 +14,12 @@ import signal
 import socket
 import sys
 
+from . import command
+
 # what a run imports, imported once by the server before it forks children
-PRELOAD = ("distconv.cli", "distconv.batch", "distconv.ops.registry", "distconv.ops.stores", "distconv.engine.job",
-           "distributed", "dask.array", "xarray", "zarr", "zarrs", "psutil", "yaml")
+PRELOAD = ("distconv.session.command", "distconv.batch", "distconv.ops.registry", "distconv.ops.stores",
+           "distconv.engine.job", "distributed", "dask.array", "xarray", "zarr", "zarrs", "psutil", "yaml")
 MAX_REQUEST = 1 << 20  # the arguments, working directory and environment, as JSON
-_started_at = None     # in a child: when the `distconv run` that handed the run over started
-
-
-def supported() -> bool:
-    return sys.platform == "linux" and hasattr(socket, "send_fds") and hasattr(socket, "SOCK_SEQPACKET")
-
-
-def identity() -> dict:
-    """What a server and a client must share: the same interpreter and the same package."""
-    import distconv
-
-    return {"python": sys.executable, "package": os.path.dirname(os.path.abspath(distconv.__file__))}
-
-
-def handed_start() -> float | None:
-    """In a run handed over: when the `distconv run` process that handed it started."""
-    return _started_at
-
-
-def forward(params: dict, cluster_path, started: float) -> int | None:
-    """Run `distconv run` with ``params`` (its parsed arguments) in the kept cluster's warm
-    server; returns the run's exit code, or None when there is no server for this cluster
-    config (run it here)."""
-    if not supported() or _started_at is not None:
-        return None
-    from . import running
-    from .cluster import ClusterConfigError, load_config
-
-    try:
-        cfg = load_config(cluster_path)
-    except (ClusterConfigError, OSError, ValueError):
-        return None  # the run here reports it
-    doc = running.recorded()
-    path = (doc or {}).get("handoff")
-    if not path or running.joinable(cfg) is None or doc.get("handoff_identity") != identity():
-        return None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    try:
-        sock.connect(path)
-        request = {"params": params, "cwd": os.getcwd(), "env": dict(os.environ), "started": started}
-        socket.send_fds(sock, [json.dumps(request).encode()], [0, 1, 2])
-    except OSError:
-        sock.close()
-        return None  # not listening (yet, or any more): nothing was started
-    running_child = False
-    with sock:
-        while True:
-            try:
-                reply = sock.recv(4096)
-                if not reply and not running_child:
-                    return None  # the request was refused before a child started: run it here
-                if not reply:
-                    print("distconv: error: the kept cluster's process ended during the run", file=sys.stderr)
-                    return 1
-                message = json.loads(reply)
-                if "exit" in message:
-                    return int(message["exit"])
-                running_child = True  # {"pid": ...}
-            except KeyboardInterrupt:  # the child says what it keeps and exits 130
-                sock.send(b"INT")
 
 
 def serve(path: str):
@@ -177,9 +112,6 @@ def _start(conn, sel, server) -> int | None:
 
 def _child(request: dict, fds: list, sockets: list):
     """In the forked child: become the `distconv run` that asked, run it, exit with its code."""
-    global _started_at
-    from . import cli  # imported in the server already
-
     code = 1
     try:
         for s in sockets:
@@ -201,19 +133,18 @@ def _child(request: dict, fds: list, sockets: list):
         dask.config.refresh()  # the caller's DASK_* (and ZARR_*) settings, not the server's
         if "zarr" in sys.modules:
             sys.modules["zarr"].config.refresh()
-        _started_at = float(request["started"])
         params = {**request["params"], "workflow_paths": tuple(request["params"]["workflow_paths"])}
         try:
-            cli.run.callback(**params)  # the command's own body, as click would call it
-            code = 0
+            # the command's own body, as the CLI calls it; handed over, it is not handed on
+            code = command.run(params, handed_start=float(request["started"]))
         except SystemExit as e:
-            code = cli.exit_code(e)
+            code = command.exit_code(e)
         except Exception:  # noqa: BLE001 - the run's own handler missed it: show it, exit 1
             import traceback
 
             traceback.print_exc()
     finally:
-        cli.end_process(code)
+        command.end_process(code)
 
 
 def _signal(conn, pid: int, sel):
@@ -262,7 +193,5 @@ def _kill(pid: int, sig: int):
         pass
 
 
-if __name__ == "__main__":  # the module itself, not this __main__ copy, holds a child's state
-    from distconv import handoff  # noqa: PLW0406 - the real module, not this __main__ copy
-
-    handoff.serve(sys.argv[1])
+if __name__ == "__main__":
+    serve(sys.argv[1])

@@ -1,0 +1,15 @@
+"""The sessions room, below the CLI and above the batch floor: what a session with a cluster
+needs, whichever face starts it. Its imports only go down (tests/test_floors.py); nothing here
+imports the CLI.
+
+- config.py: the cluster config (cluster.yaml or a dict), checked whole; the cluster kind
+- record.py: the kept cluster's record (a state file): which config a run joins
+- cluster.py: ``dc.cluster()``, a dask Client on the configured cluster; the workers' forkserver
+- handoff.py: a `distconv run` handed to the kept cluster's warm process (the caller's side)
+- kept.py: `distconv cluster start|status|stop` and the kept cluster's own process
+- warm.py: the warm process beside a kept cluster, a forked child per handed run
+- command.py: the body of `distconv run` (exit codes, messages, Ctrl-C), for the CLI and warm.py
+- info.py: what `distconv info` reports
+
+Importing this package imports none of its modules.
+"""

@@ -1,0 +1,190 @@
+"""The body of `distconv run`, below the CLI: cli.py parses the arguments and calls ``run``; the
+kept cluster's warm process calls the same ``run`` in the child it forks for a run handed to it
+(warm.py). It prints what the command prints (each summary on stdout; a problem on stderr) and
+returns the exit code: 2 for a problem with the user's input (one line: all problems of the
+workflow and cluster files at once, before any work), 1 for an internal failure (said so, with
+its traceback), 0 when done; Ctrl-C prints one line and ends the process with 130."""
+
+from __future__ import annotations
+
+import sys
+
+from . import handoff
+from .cluster import cluster, warm_workers
+from .config import ClusterConfigError, load_config
+
+INPUT, INTERNAL, INTERRUPTED = 2, 1, 130  # exit codes
+
+
+def run(params: dict, handed_start: float | None = None) -> int:
+    """`distconv run` with ``params`` (its arguments: workflow_paths, cluster_path, overwrite,
+    resume, no_progress, json_path): in the kept cluster's warm process when there is one for
+    this cluster config, else here; returns its exit code. ``handed_start``: in the warm
+    process's child, when the `distconv run` that handed the run over started (the run is then
+    this process's own: it is not handed on)."""
+    current = [params["workflow_paths"][0]]
+    try:
+        if handed_start is None:
+            # a kept cluster's warm process runs it when there is one for this cluster config
+            code = handoff.forward(params, params["cluster_path"], process_start())
+            if code is not None:
+                return code
+        return _run(**params, current=current, handed_start=handed_start)
+    except KeyboardInterrupt:
+        interrupted(current[0])
+
+
+def problem(msg: str) -> int:
+    """A problem with the user's input: one line on stderr; the exit code."""
+    print(f"distconv: error: {msg}", file=sys.stderr, flush=True)
+    return INPUT
+
+
+def _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, current, handed_start) -> int:
+    import json
+    import time
+
+    started = handed_start or process_start()
+    warm_workers(cluster_path)  # the workers' imports run beside this process's and the check
+    from .. import batch as workflow
+
+    # every workflow file's problems and the cluster file's, reported together before any work
+    problems, loaded, todo = [], [], []
+    for path in workflow_paths:
+        where = f"{path}: " if len(workflow_paths) > 1 else ""
+        try:
+            wf = workflow.load(path)
+            loaded.append(wf)
+            # what the output records, computed once for the check and the run (bovw records none)
+            job = workflow.job_of(wf) if wf.kind == "array" else {}
+            todo.append((path, wf, workflow.preflight(wf, overwrite or None, resume, job), job))
+        except workflow.WorkflowError as e:
+            problems.append(where + str(e))
+    try:
+        load_config(cluster_path)
+    except ClusterConfigError as e:
+        problems.append(str(e))
+    if json_path:
+        problems += _json_problems(json_path)
+    outputs = [str(wf.outputs["path"]) for wf in loaded]
+    twice = sorted({o for o in outputs if outputs.count(o) > 1})
+    if twice:
+        problems.append(f"two workflows write the output {twice[0]!r}; give each its own outputs.path")
+    if problems:
+        return problem("; ".join(problems))
+    summaries = []
+    for path, wf, action, _ in todo:
+        if action == "done":  # --resume of a finished output of this same job: nothing to run
+            print(workflow.format_summary(workflow.done_summary(wf)), flush=True)
+    todo = [t for t in todo if t[2] != "done"]
+    if not todo:
+        return 0
+    checked = time.time()
+    try:
+        with cluster(cluster_path) as client:
+            cluster_up = time.time()
+            for path, wf, _, job in todo:
+                current[0] = path
+                summary = workflow.run(wf, client, overwrite=overwrite or None, progress=not no_progress,
+                                       resume=resume, job=job)
+                _timings(summary, started, checked, cluster_up, handed=handed_start is not None)
+                started = checked = cluster_up = time.time()  # the next one's start-up is its own
+                print(workflow.format_summary(summary), flush=True)
+                summaries.append(summary)
+    except (workflow.WorkflowError, ClusterConfigError) as e:
+        return problem(str(e))  # found only once the cluster is up (device: gpu on workers without one)
+    except Exception:  # noqa: BLE001 - not the user's input: say so, keep the traceback
+        import traceback
+
+        print("distconv: internal error (not a problem with the workflow file; please report "
+              "it with the traceback below):\n" + traceback.format_exc().rstrip(), file=sys.stderr, flush=True)
+        return INTERNAL
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(summaries[0] if len(workflow_paths) == 1 else summaries, f, indent=1, default=str)
+    return 0
+
+
+def _json_problems(json_path: str) -> list[str]:
+    """Why the run summary cannot be written to ``--json``'s path (checked before the run, so
+    a finished run does not end in a traceback)."""
+    import os
+
+    folder = os.path.dirname(os.path.abspath(json_path))
+    if os.path.isdir(json_path):
+        return [f"--json {json_path!r} is a folder; give a file path in it (e.g. "
+                f"{os.path.join(json_path, 'run.json')!r})"]
+    if not os.path.isdir(folder):
+        return [f"--json {json_path!r}: the folder {folder!r} does not exist; create it or give a path in "
+                f"an existing folder"]
+    if not os.access(folder, os.W_OK):
+        return [f"--json {json_path!r}: the folder {folder!r} is not writable"]
+    return []
+
+
+def _timings(summary: dict, started: float, checked: float, cluster_up: float, handed: bool = False):
+    """The summary's start-up (seconds from ``started`` to its first task, and when the check,
+    the cluster, the submission and the first task came) and wall seconds; ``handed``: run by
+    the kept cluster's warm process (warm.py)."""
+    import time
+
+    first = summary.pop("first_task_at", None)
+    submitted = summary.pop("submitted_at", None)
+    if first is not None:
+        summary["startup_s"] = round(first - started, 2)
+        # where the start-up went, seconds since the process started (NOTES.md, issue 13)
+        summary["startup"] = {k: round(v - started, 2) for k, v in (
+            ("checked", checked), ("cluster_up", cluster_up), ("submitted", submitted),
+            ("first_task", first)) if v is not None}
+    summary["wall_s"] = round(time.time() - started, 2)
+    if handed:
+        summary["handed_off"] = True
+
+
+def interrupted(workflow_path):
+    """Ctrl-C: one line, no traceback, exit 130 (the cluster has stopped its workers quietly).
+    The process ends here: a KeyboardInterrupt raised again during interpreter shutdown (a
+    signal that arrived while the first was handled) made it die of SIGINT instead."""
+    print(f"distconv: interrupted; finished blocks are kept: run again with --resume to "
+          f"write only the rest ({workflow_path})", file=sys.stderr, flush=True)
+    end_process(INTERRUPTED)
+
+
+def exit_code(e: SystemExit) -> int:
+    """The process exit code a SystemExit stands for (None 0, a message 1)."""
+    return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+
+
+def end_process(code: int):
+    """Flush this process's streams and end it with ``code``, without finalizing the
+    interpreter (no atexit handlers, no teardown of dask's or zarr's threads)."""
+    import os
+
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def process_start() -> float:
+    """When this process started (epoch seconds): start-up is counted from there. Linux gives
+    the start in clock ticks since boot, read here against the boot-time clock (psutil adds the
+    boot time, whole seconds in /proc/stat: its start was up to a second early, and start-up
+    read up to a second long on some nodes)."""
+    import os
+    import time
+
+    try:
+        with open("/proc/self/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+        return time.time() - age
+    except (OSError, ValueError, IndexError, AttributeError):
+        pass
+    try:
+        import psutil
+
+        return psutil.Process().create_time()
+    except Exception:  # noqa: BLE001 - psutil comes with distributed; without it, now
+        return time.time()
