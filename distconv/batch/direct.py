@@ -16,7 +16,8 @@ from .. import engine
 from ..core.checks import DistconvWarning
 from ..core.stencil import ScanStep, Stencil, identity
 from ..graph.declared import declared
-from ..ops.filters import chain_name, fused_chain, fusing, stencil_of
+from ..graph.declared import fusing
+from ..ops.filters import chain_name, fused_chain, stencil_of
 from ..ops.histograms import planned_edges
 from ..ops.registry import OPS
 from ..ops.scans import scan_step
@@ -114,7 +115,7 @@ def _steps(wf: Workflow, ndim: int, dtype):
     for i, (op, params) in enumerate(steps, 1):
         if params.get("nan_policy") == "omit" and np.dtype(step_dtype).kind == "f":
             return None, None, _omit(i, op)  # integers have no NaN: omit is the plain filter there
-        stencils.append(stencil_of(OPS[op].func, ndim, dtype, **params))
+        stencils.append(stencil_of(OPS[op].func, ndim, step_dtype, **params))
         step_dtype = stencils[-1].result_dtype(step_dtype)
     if any(any(s.periodic) for s in stencils):  # wrap reads its halo from the far edge
         return None, None, engine.WRAP_REASON

@@ -201,7 +201,7 @@ def _use_gpu(wf: Workflow, client) -> bool:
     """GPU blocks when every worker (or this process, without a client) has a GPU and cupy."""
     if wf.device == "cpu":
         return False
-    gpus = engine.gpu_blocks(client)
+    gpus = engine.chain.gpu_blocks(client)
     if wf.device == "gpu" and not gpus:
         raise WorkflowError("device: gpu asked for, but the workers have no GPU with cupy and dask-cuda")
     return gpus

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backends.cuda import loader
+from ..backends.device import frame_align
+from ..core.frames import aligned_up
 from .location import Location, join, read_into, read_tail, write_pieces
 
 INNER_BYTES = 2**20  # ~1 MiB inner chunks: many frames per block for the GPU codec, and
@@ -92,12 +93,7 @@ def from_chunk_major(flat, layout: Layout, rows: int):
 # The format's frame alignment: every frame of distconv's shard files (and of the device
 # buffers nvCOMP reads them from) starts on a multiple of it. Its one home is kernels/zstd.cu,
 # whose packing kernel moves frames in words of this size.
-FRAME_ALIGN = loader.define("DC_FRAME_ALIGN")
-
-
-def aligned_up(n):
-    """``n`` bytes (an int or an array of them) rounded up to FRAME_ALIGN."""
-    return -(-n // FRAME_ALIGN) * FRAME_ALIGN
+FRAME_ALIGN = frame_align()
 
 
 # Every frame of our shard files starts on a multiple of FRAME_ALIGN bytes (zero padding between
@@ -132,6 +128,11 @@ _POOLS: dict = {}
 def encode_block(layout: Layout, block, encode) -> tuple:
     """``block``'s inner chunks in chunk-major order compressed by ``encode`` (backends'
     encode_frames, asked for frames on FRAME_ALIGN boundaries): (buf, starts, sizes)."""
+    # the frames are cut by the layout's itemsize: a block of another dtype would be written
+    # as reinterpreted bytes (same itemsize) or as too few frames
+    if block.dtype != np.dtype(layout.dtype):
+        raise RuntimeError(f"a block of dtype {block.dtype} for an output of dtype "
+                           f"{np.dtype(layout.dtype)}: the chain's result is not the dtype it planned")
     return encode(chunk_major(block, layout), layout.frame_nbytes, FRAME_ALIGN)
 
 
@@ -150,7 +151,7 @@ def write_encoded(path: str, layout: Layout, encoded: tuple, rows: int, row0: in
 
     def write(n: int) -> int:  # three writes per file: few GIL re-acquires per block
         a, b = n * per, (n + 1) * per
-        return write_pieces(keys[n], [buf[starts[a]:starts[b - 1] + aligned_up(sizes[b - 1])],
+        return write_pieces(keys[n], [buf[starts[a]:starts[b - 1] + aligned_up(sizes[b - 1], FRAME_ALIGN)],
                                       *shard_index(starts[a:b] - starts[a], sizes[a:b])])
 
     return sum(file_pool("write").map(write, range(len(keys))))
@@ -191,7 +192,7 @@ def read_frames(path: str, layout: Layout, lo: int, hi: int, alloc=None) -> Fram
         return None
     pos, at = 0, {}
     for key, (_, _, base, end) in spans.items():  # keep each range's offsets modulo FRAME_ALIGN
-        at[key] = aligned_up(pos) + base % FRAME_ALIGN
+        at[key] = aligned_up(pos, FRAME_ALIGN) + base % FRAME_ALIGN
         pos = at[key] + end - base
     buf = (alloc or (lambda n: np.empty(n, np.uint8)))(pos)
     list(file_pool("read").map(lambda key: read_into(spans[key][0], spans[key][2],

@@ -16,19 +16,12 @@ from ..core import checks
 from ..core.arrays import on_data
 from ..core.modes import canonical_mode, one_mode
 from ..core.stencil import Probe, Stencil, chain, mask_depth, passes_depth
-from ..graph.declared import declared
+from ..graph.declared import FUSE_KEY, declared, fusing  # noqa: F401  (FUSE_KEY: the switch tests set)
+from . import docs
 
 # Consecutive stencils on a dask array fuse when the graph is built: the second one runs on
 # the first one's input with the summed halo, one task per chunk, no intermediate array in the
-# graph. dask config ``distconv.fuse: false`` keeps one halo pass per op (for comparison;
-# results are the same), read when an op is called.
-FUSE_KEY = "distconv.fuse"
-
-
-def fusing() -> bool:
-    import dask
-
-    return bool(dask.config.get(FUSE_KEY, True))
+# graph (graph.declared.fusing: dask config ``distconv.fuse``, read when an op is called).
 
 
 def _filter(x, func, depth: tuple, mode, name: str, allow_rechunk: bool, dtype=None):
@@ -119,7 +112,7 @@ class _Pair:
             return step.params if isinstance(step, backends.Call) and step.name == name else None
 
         first, second = params(f, "correlate_passes"), params(g, "correlate")
-        if first is None or second is None or first.get("dtype") != second.get("dtype"):
+        if first is None or second is None or not _same_dtype(first.get("dtype"), second.get("dtype")):
             return None
         return cls(first, second)
 
@@ -131,6 +124,15 @@ class _Pair:
         f, g = self.first, self.second
         return backends.correlate_pair(tile, f["passes"], f["mode"], f["cval"], g["weights"], g["mode"],
                                        g["cval"], g["origin"], f.get("dtype"), self.bins, out=out)
+
+
+def _same_dtype(a, b) -> bool:
+    """Do two steps' ``dtype`` keywords (None: the step's input dtype) ask for the same result?
+    Not ``a == b``: numpy reads None as float64, so ``None == np.dtype("f8")`` holds, and a
+    step that keeps its input's dtype would pair with one that widens to float64."""
+    if a is None or b is None:
+        return a is None and b is None
+    return np.dtype(a) == np.dtype(b)
 
 
 class _Then:
@@ -276,22 +278,120 @@ def correlate_nd(x, weights, mode, cval, origin, flip: bool, name: str, allow_re
     return _filter(x, func, depth, mode, name, allow_rechunk, dtype)
 
 
+@docs.fill
 def correlate(x, weights, mode="reflect", cval=0.0, origin=0, *, axes=None, output=None,
               allow_rechunk=True):
-    """N-D correlation with scipy.ndimage.correlate semantics, for any chunking.
+    """Multidimensional correlation, as scipy.ndimage.correlate.
 
-    ``mode``: constant, reflect, nearest, mirror, wrap (grid-* aliases accepted). ``axes``: the
-    axes the mask spans (its dims in the array's order). ``output``: a dtype, or an array to fill
-    (numpy/cupy input). Complex data or masks run as real filters on the parts. Chunks thinner
-    than the mask's reach are merged with a warning (``allow_rechunk=False``: error).
+    Each element of the result is the sum of ``weights`` times the input elements under the
+    mask, the mask centred on that element (``origin`` shifts it). The numbers are
+    scipy.ndimage.correlate's for every chunking of a dask input and on every device; as in
+    scipy, mask entries smaller in magnitude than float64's epsilon drop out. Complex data or
+    masks run as real correlations of their parts (a complex mask is conjugated, as
+    ``numpy.correlate`` does).
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32, float64 or complex data.
+    weights : array_like
+        The mask: real or complex numbers, one axis per axis of ``x`` (or per entry of
+        ``axes``, in that order).
+    {mode}
+    {cval}
+    {origin}
+    {axes}
+    {output}
+    {allow_rechunk}
+
+    Returns
+    -------
+    {returns_filter}
+
+    Raises
+    ------
+    ValueError
+        {raises_value}
+        Also ``weights`` empty or with the wrong number of dimensions.
+    TypeError
+        {raises_type}
+
+    See Also
+    --------
+    convolve : The same with the mask reversed.
+    correlate1d : Along one axis.
+    scipy.ndimage.correlate : The reference on numpy arrays.
+
+    Notes
+    -----
+    {halo}
+
+    Examples
+    --------
+    >>> dc.correlate(np.arange(5.0), [1, 0, -1])
+    array([-1., -2., -2., -2., -1.])
+    >>> cross = [[0, 1, 0], [1, 1, 1], [0, 1, 0]]
+    >>> dc.correlate(np.arange(9.0).reshape(3, 3), cross, mode="constant")
+    array([[ 4.,  7.,  8.],
+           [13., 20., 19.],
+           [16., 25., 20.]])
     """
     return linear(x, weights, cval, output, lambda d, w, c, dt: correlate_nd(
         d, w, mode, c, origin, False, "distconv-correlate", allow_rechunk, axes, dt), conjugate=True)
 
 
+@docs.fill
 def convolve(x, weights, mode="reflect", cval=0.0, origin=0, *, axes=None, output=None,
              allow_rechunk=True):
-    """N-D convolution with scipy.ndimage.convolve semantics (see :func:`correlate`)."""
+    """Multidimensional convolution, as scipy.ndimage.convolve.
+
+    The correlation with the mask reversed along every axis (scipy's origin shift for masks of
+    even size included). The numbers are scipy.ndimage.convolve's for every chunking of a dask
+    input and on every device. Complex data or masks run as real convolutions of their parts.
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32, float64 or complex data.
+    weights : array_like
+        The mask: real or complex numbers, one axis per axis of ``x`` (or per entry of
+        ``axes``, in that order).
+    {mode}
+    {cval}
+    {origin}
+    {axes}
+    {output}
+    {allow_rechunk}
+
+    Returns
+    -------
+    {returns_filter}
+
+    Raises
+    ------
+    ValueError
+        {raises_value}
+        Also ``weights`` empty or with the wrong number of dimensions.
+    TypeError
+        {raises_type}
+
+    See Also
+    --------
+    correlate : The same without reversing the mask.
+    convolve1d : Along one axis.
+    scipy.ndimage.convolve : The reference on numpy arrays.
+
+    Notes
+    -----
+    {halo}
+
+    Examples
+    --------
+    >>> dc.convolve(np.arange(5.0), [1, 0, -1])
+    array([1., 2., 2., 2., 1.])
+    >>> dc.convolve(np.array([[1, 2], [3, 4]]), [[1, 1], [1, 1]], mode="constant").tolist()
+    [[10, 6], [7, 4]]
+    """
     return linear(x, weights, cval, output, lambda d, w, c, dt: correlate_nd(
         d, w, mode, c, origin, True, "distconv-convolve", allow_rechunk, axes, dt))
 
@@ -316,16 +416,106 @@ def correlate_along(x, weights, axis, mode, cval, origin, flip, name, allow_rech
     return passes_filter(x, [(ax, w, org)], mode, cval, name, allow_rechunk, dtype)
 
 
+@docs.fill
 def correlate1d(x, weights, axis=-1, mode="reflect", cval=0.0, origin=0, *, output=None,
                 allow_rechunk=True):
-    """1-D correlation along ``axis`` (scipy.ndimage.correlate1d semantics)."""
+    """One-dimensional correlation along an axis, as scipy.ndimage.correlate1d.
+
+    Each 1-D line of ``x`` along ``axis`` is correlated with ``weights``; the numbers are
+    scipy.ndimage.correlate1d's for every chunking and device. Complex data or masks run as
+    real correlations of their parts (a complex mask is conjugated).
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32, float64 or complex data.
+    weights : array_like
+        The 1-D mask (real or complex).
+    {axis}
+    {mode}
+    {cval}
+    origin : int, optional
+        Where the mask sits over each element: 0 (default) centres it, a positive value
+        shifts it to the left, a negative one to the right.
+    {output}
+    {allow_rechunk}
+
+    Returns
+    -------
+    {returns_filter}
+
+    Raises
+    ------
+    ValueError
+        {raises_value}
+        Also ``weights`` empty or not 1-D.
+    TypeError
+        {raises_type}
+
+    See Also
+    --------
+    correlate : Over several axes at once.
+    convolve1d : The same with the mask reversed.
+    scipy.ndimage.correlate1d : The reference on numpy arrays.
+
+    Examples
+    --------
+    >>> dc.correlate1d(np.array([1.0, 2, 4, 8]), [1, 1])
+    array([ 2.,  3.,  6., 12.])
+    >>> dc.correlate1d(np.arange(6).reshape(2, 3), [1, 1, 1], axis=0).tolist()
+    [[3, 6, 9], [6, 9, 12]]
+    """
     return linear(x, weights, cval, output, lambda d, w, c, dt: correlate_along(
         d, w, axis, mode, c, origin, False, "distconv-correlate-axis", allow_rechunk, dt), conjugate=True)
 
 
+@docs.fill
 def convolve1d(x, weights, axis=-1, mode="reflect", cval=0.0, origin=0, *, output=None,
                allow_rechunk=True):
-    """1-D convolution along ``axis`` (scipy.ndimage.convolve1d semantics)."""
+    """One-dimensional convolution along an axis, as scipy.ndimage.convolve1d.
+
+    Each 1-D line of ``x`` along ``axis`` is convolved with ``weights`` (the correlation with
+    the mask reversed); the numbers are scipy.ndimage.convolve1d's for every chunking and
+    device.
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32, float64 or complex data.
+    weights : array_like
+        The 1-D mask (real or complex).
+    {axis}
+    {mode}
+    {cval}
+    origin : int, optional
+        Where the mask sits over each element: 0 (default) centres it, a positive value
+        shifts it to the left, a negative one to the right.
+    {output}
+    {allow_rechunk}
+
+    Returns
+    -------
+    {returns_filter}
+
+    Raises
+    ------
+    ValueError
+        {raises_value}
+        Also ``weights`` empty or not 1-D.
+    TypeError
+        {raises_type}
+
+    See Also
+    --------
+    convolve : Over several axes at once.
+    correlate1d : The same without reversing the mask.
+    scipy.ndimage.convolve1d : The reference on numpy arrays.
+
+    Examples
+    --------
+    >>> dc.convolve1d(np.array([1.0, 2, 4, 8]), [1, 2], mode="constant")
+    array([ 4.,  8., 16., 16.])
+    """
     return linear(x, weights, cval, output, lambda d, w, c, dt: correlate_along(
         d, w, axis, mode, c, origin, True, "distconv-convolve-axis", allow_rechunk, dt))
 
