@@ -7,7 +7,7 @@ typedef long long i64;
 
 // Numbers the Python launchers need too are #defined once here or in a kernel's file and read
 // from the source by distconv/backends/cuda/loader.py (loader.define): never written twice.
-#define DC_BLOCK 256  // threads per block of the 1-D kernels (reduce, scan, histogram, k-means)
+#define DC_BLOCK 256  // threads per block of the 1-D kernels (reduce, scan, histogram, k-means, direct correlate)
 
 // ---- boundary modes (scipy.ndimage names; values fixed in distconv/core/modes.py) -------
 #define DC_CONSTANT 0

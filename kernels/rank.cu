@@ -168,7 +168,7 @@ distconv_rank(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD, i
 //   so the order of the passes does not matter (constant mode included: cval enters the box's
 //   minimum either way). NaN propagates (a box holding one gives NaN, as numpy's min), so
 //   nan_policy propagate needs no pass of its own (ops/rank.py NanRule).
-// Threads -> data: 256 threads own a TH x TW output tile of one plane z (blockIdx.x: column
+// Threads -> data: DC_EXT_THREADS threads own a TH x TW output tile of one plane z (blockIdx.x: column
 //   tiles, blockIdx.y: row tiles, grid-stride; blockIdx.z: planes). Horizontal pass: a thread
 //   takes DC_EXT_PX consecutive columns of one staged row: the window's common core, then
 //   suffix and prefix minima (K1 + 2 PX - 4 comparisons for PX outputs instead of PX (K1-1)).
@@ -179,6 +179,7 @@ distconv_rank(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD, i
 //   horizontal results, SH x TW; T each (the launcher's formula, rank.py _extremum_smem, is
 //   this one). Windows are read as 16-byte vectors (float, double).
 // Limits: K0, K1 <= DC_EXT_MAX_TAPS (registers of the sliding windows); sizes 64-bit.
+#define DC_EXT_THREADS 256  // threads per block (one dimension)
 #define DC_EXT_TH 64
 #define DC_EXT_TW 64
 #define DC_EXT_PX 4
@@ -218,10 +219,10 @@ __device__ __forceinline__ void dc_sliding_extreme(T (&out)[P], const T (&w)[W])
 // Built for 4 blocks per SM (2 for 8-byte types): left at 1, ptxas spilled around the staging
 // call on sm_80.
 template <typename T, int K0, int K1, bool MAX>
-__global__ void __launch_bounds__(256, sizeof(T) <= 4 ? 4 : 2)
+__global__ void __launch_bounds__(DC_EXT_THREADS, sizeof(T) <= 4 ? 4 : 2)
 distconv_extremum2d(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW, i64 offH,
                     i64 offW, int mode, T cval) {
-    constexpr int NT = 256, TH = DC_EXT_TH, TW = DC_EXT_TW, PX = DC_EXT_PX, PY = DC_EXT_PY;
+    constexpr int NT = DC_EXT_THREADS, TH = DC_EXT_TH, TW = DC_EXT_TW, PX = DC_EXT_PX, PY = DC_EXT_PY;
     constexpr int VN = dc_vec16<T>::n, WN = (PX + K1 - 1 + VN - 1) / VN * VN;  // window, whole vectors
     constexpr int SH = TH + K0 - 1, SW = TW - PX + WN;
     static_assert(PX == 4 && TW % PX == 0 && TH % PY == 0, "tile shape");
@@ -268,7 +269,7 @@ distconv_extremum2d(const __grid_constant__ DcTile src, T *__restrict__ out, i64
 //   ~19 min/max per output against ~40 for forgetful selection (NOTES.md). PROPAGATE (floats):
 //   NaN wherever the window holds one instead (nan_policy propagate without a screen of the
 //   data first: a NaN-propagating max of each column, then of the window's three).
-// Threads -> data: 256 threads as DC_MED3_TX x DC_MED3_TY own a TH x TW output tile of one
+// Threads -> data: DC_MED3_TX x DC_MED3_TY threads own a TH x TW output tile of one
 //   plane z (blockIdx.x: column tiles, blockIdx.y: row tiles, grid-stride; blockIdx.z: planes);
 //   thread (tx, ty) computes PX consecutive columns x rows ty*PY .. ty*PY+PY-1, sliding down
 //   its 3 input rows in registers (one new row per output row, read as 16-byte vectors).

@@ -1,12 +1,16 @@
 """The device a block's stages run on, as one object, so the engine (distconv/engine) reads the
-same on CPUs and on a GPU instead of branching on the device at every stage:
+same on CPUs and on a GPU instead of branching on the device at every stage, and reaches the
+GPU only through it (no module of the engine imports cupy or backends.cuda):
 
 - ``Host``: numpy blocks, zstd frames on the host's cores.
 - ``Cuda``: cupy blocks, pinned staging buffers and a stream per I/O slot, blocks in their
   device stage synced for honest stage times, zstd frames through nvCOMP when it is installed
   (else on the host's cores, after a download).
 
-backends.cuda is imported only when a ``Cuda`` method runs (on a GPU worker), never here.
+Both offer every method; a ``Host`` method does on the host what ``Cuda``'s does on the GPU
+(its staging is plain memory, its uploads hand the array back, its warm-up does nothing).
+cupy is imported only when a ``Cuda`` method runs (on a GPU worker), never here; backends.cuda
+is imported at import only for the frame alignment its kernels read (``frame_align``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,15 @@ import numpy as np
 from . import implementation
 
 
+def frame_align() -> int:
+    """Bytes every zstd frame starts on a multiple of, in device buffers and in distconv's shard
+    files (kernels/zstd.cu's DC_FRAME_ALIGN, read once by backends/cuda/zstd.py): nvCOMP reads
+    frames in place there. The same on every device."""
+    from .cuda.zstd import FRAME_ALIGN
+
+    return FRAME_ALIGN
+
+
 class Host:
     gpu = False
 
@@ -27,13 +40,31 @@ class Host:
         """Do zstd frames decode and encode on this device (nvCOMP)?"""
         return False
 
-    def staging(self, slot, shape: tuple, dtype) -> np.ndarray:
-        """A host array to read a block's rows into (``slot``: the I/O slot that owns it)."""
+    def staging(self, slot, shape: tuple, dtype, name: str = "read") -> np.ndarray:
+        """A host array to read a block's rows into (``slot``: the I/O slot that owns it,
+        ``name``: which of its buffers)."""
         return np.empty(shape, dtype)
 
-    def upload(self, host):
-        """A block's host rows where its work runs."""
+    def frame_staging(self, slot):
+        """alloc(nbytes) of a host buffer for compressed frames read from files."""
+        return lambda nbytes: np.empty(nbytes, np.uint8)
+
+    def upload(self, host, pinned: bool = True):
+        """A block's host rows where its work runs (``pinned``: ``host`` is the slot's staging,
+        page-locked; else it is copied through pinned memory on the way)."""
         return host
+
+    def empty(self, shape: tuple, dtype):
+        """An empty array of this device (the meta of a dask array of its blocks)."""
+        return np.empty(shape, dtype)
+
+    def upload_pieces(self, cuts, fill, name: str):
+        """A uint8 buffer of ``cuts[-1]`` bytes where work runs, whose bytes cuts[k]..cuts[k+1]
+        ``fill(k, host)`` writes (``name``: the staging pieces it goes through)."""
+        out = np.empty(max(int(cuts[-1]), 1), dtype=np.uint8)
+        for k in range(len(cuts) - 1):
+            fill(k, out[int(cuts[k]):int(cuts[k + 1])])
+        return out
 
     def turn(self, slot):
         """The context a block's device stage runs in."""
@@ -42,9 +73,24 @@ class Host:
     def sync(self):
         """Wait for the work queued by this thread (before a stage's clock is read)."""
 
+    def decode_frames(self, buf, starts, sizes, frame_nbytes: int, dtype):
+        """Frames ``buf[starts[i]:starts[i] + sizes[i]]`` read into host memory, decoded into one
+        contiguous 1-D array of ``dtype`` where work runs."""
+        return implementation("zstd", "decode_frames", "numpy")(buf, starts, sizes, frame_nbytes, dtype)
+
+    def decode_resident(self, src, starts, sizes, frame_nbytes: int, dtype):
+        """decode_frames of frames already where work runs (``src`` from upload_pieces)."""
+        return self.decode_frames(src, starts, sizes, frame_nbytes, dtype)
+
     def encoder(self, slot):
         """encode_frames(block, frame_nbytes, align) for blocks on this device."""
         return implementation("zstd", "encode_frames", "numpy")
+
+    def warm_frames(self, frame_nbytes: int, align: int):
+        """The codec's first calls, made ahead of the first block's (nothing to warm here)."""
+
+    def reserve(self, nbytes: int):
+        """Memory the blocks will take, taken from the system ahead of them (nothing here)."""
 
 
 class Cuda(Host):
@@ -56,12 +102,13 @@ class Cuda(Host):
 
         return zstd.available()
 
-    def staging(self, slot, shape: tuple, dtype) -> np.ndarray:
-        """The slot's pinned buffer (a pageable upload runs at ~1 GB/s on the H200s)."""
+    def staging(self, slot, shape: tuple, dtype, name: str = "read") -> np.ndarray:
+        """The slot's pinned buffer (a pageable upload runs at ~1 GB/s on the H200s), kept and
+        reused (a warm-up may page-lock it ahead of the blocks)."""
         from .cuda import transfer
 
         dtype = np.dtype(dtype)
-        return transfer.staging(slot, "read", int(np.prod(shape)) * dtype.itemsize).view(dtype).reshape(shape)
+        return transfer.staging(slot, name, int(np.prod(shape)) * dtype.itemsize).view(dtype).reshape(shape)
 
     def frame_staging(self, slot):
         """alloc(nbytes) of the slot's pinned buffer for compressed frames read from files."""
@@ -69,10 +116,21 @@ class Cuda(Host):
 
         return functools.partial(transfer.staging, slot, "frames")
 
-    def upload(self, host):
+    def upload(self, host, pinned: bool = True):
         from .cuda import transfer
 
-        return transfer.to_device(host, pinned=True)
+        return transfer.to_device(host, pinned=pinned)
+
+    def empty(self, shape: tuple, dtype):
+        import cupy
+
+        return cupy.empty(shape, dtype=dtype)
+
+    def upload_pieces(self, cuts, fill, name: str):
+        """Uploaded on the current stream through two pinned staging buffers that take turns."""
+        from .cuda import transfer
+
+        return transfer.to_device_in_pieces(cuts, fill, name)
 
     def turn(self, slot):
         """The slot's own stream, so blocks of different slots overlap on the device."""
@@ -85,10 +143,16 @@ class Cuda(Host):
 
         cupy.cuda.get_current_stream().synchronize()
 
-    def decode_frames(self, *args, **kwargs):
+    def decode_frames(self, buf, starts, sizes, frame_nbytes: int, dtype):
+        """(``buf`` pinned for full speed: one upload, then nvCOMP.)"""
         from .cuda import zstd
 
-        return zstd.decode_frames(*args, **kwargs)
+        return zstd.decode_frames(buf, starts, sizes, frame_nbytes, dtype)
+
+    def decode_resident(self, src, starts, sizes, frame_nbytes: int, dtype):
+        from .cuda import zstd
+
+        return zstd.decode_device(src, starts, sizes, frame_nbytes, dtype)
 
     def encoder(self, slot):
         from .cuda import transfer, zstd
@@ -97,6 +161,26 @@ class Cuda(Host):
             return functools.partial(zstd.encode_frames, slot=slot)
         host = implementation("zstd", "encode_frames", "numpy")
         return lambda block, n, align: host(transfer.to_host(block), n, align)
+
+    def warm_frames(self, frame_nbytes: int, align: int):
+        """One frame of zeros encoded and decoded by nvCOMP."""
+        import cupy
+
+        from .cuda import zstd
+
+        encoded = zstd.encode_frames(cupy.zeros(frame_nbytes, cupy.uint8), frame_nbytes, align)
+        zstd.decode_frames(*encoded, frame_nbytes, np.uint8)
+
+    def reserve(self, nbytes: int):
+        """Up to half the free device memory taken from the driver and touched once (a fresh
+        4 GiB took ~0.2 s at its first write on an H200), then kept by cupy's pool."""
+        import cupy
+
+        free, _ = cupy.cuda.runtime.memGetInfo()
+        reserve = cupy.empty(min(nbytes, free // 2), dtype=cupy.uint8)
+        reserve.fill(0)
+        del reserve
+        cupy.cuda.Device().synchronize()
 
 
 _DEVICES = {False: Host(), True: Cuda()}

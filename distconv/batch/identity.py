@@ -9,7 +9,7 @@ from importlib.metadata import PackageNotFoundError, version
 from ..engine.location import Location
 from .inputs import lazy_input
 from .outputs import jsonable
-from .workflow import Workflow
+from .workflow import Workflow, region_edges
 
 
 def job(wf: Workflow) -> dict:
@@ -22,7 +22,7 @@ def job(wf: Workflow) -> dict:
         "steps": [[op, params] for op, params in wf.steps],
         "variable": inp.get("variable"),
         "region": inp.get("region"),
-        "region_edges": inp.get("region_edges", "mode"),
+        "region_edges": region_edges(inp),
         "layout": {"sharded": _direct(wf, arr), "codec": wf.outputs.get("codec", "zstd"),
                    "chunks": wf.outputs.get("chunks")},
         "input": {"path": where.key(), "shape": list(arr.shape), "dtype": str(arr.dtype),

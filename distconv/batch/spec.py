@@ -24,7 +24,7 @@ from ..engine.location import is_url
 from .inputs import synthetic_dtype_problem
 from .steps import UnknownStep, step_function
 from .validate import check
-from .workflow import Workflow, WorkflowError
+from .workflow import REGION_EDGES, Workflow, WorkflowError, region_edges
 
 TOP_KEYS = {"name", "kind", "input", "chunks", "steps", "outputs", "overwrite", "device", "report"}
 INPUT_KEYS = {"path", "variable", "synthetic", "region", "region_edges", "images"}
@@ -132,7 +132,7 @@ def _check_array(inp, out, steps, base, problems):
                      if k not in inp["synthetic"]]
         bad_dtype = synthetic_dtype_problem(inp["synthetic"].get("dtype", "float32"))
         problems += [bad_dtype] if bad_dtype else []
-    if inp.get("region_edges", "mode") not in ("mode", "data"):
+    if region_edges(inp) not in REGION_EDGES:
         problems.append(f"input.region_edges must be 'mode' (the region is cut before the steps) or "
                         f"'data' (cut from the whole array's result), got {inp['region_edges']!r}")
     if out.get("codec", "zstd") not in storage.CODECS:

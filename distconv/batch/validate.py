@@ -12,9 +12,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from .inputs import REGION_EDGES, cut_result, lazy_input, region_problems, synthetic_dtype_problem, whole_input
+from .inputs import cut_result, lazy_input, region_problems, synthetic_dtype_problem, whole_input
 from .steps import step_function
-from .workflow import Workflow, WorkflowError
+from .workflow import Workflow, WorkflowError, region_edges
 
 
 def check(wf: Workflow, numbers: list | None = None) -> list[str]:
@@ -36,7 +36,7 @@ def check(wf: Workflow, numbers: list | None = None) -> list[str]:
         problems += region_problems(region, arr.shape, list(arr.dims) if hasattr(arr, "dims") else None)
     if problems:
         region = None  # the steps are still checked, on the whole input
-    elif region is not None and wf.input.get("region_edges", REGION_EDGES[0]) == "mode":
+    elif region is not None and region_edges(wf.input) == "mode":
         arr = lazy_input(wf)
     dtype = np.dtype(arr.dtype)
     if dtype.kind not in "biuf" or dtype == np.float16:

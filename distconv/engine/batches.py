@@ -20,6 +20,7 @@ import threading
 
 import numpy as np
 
+from ..backends.device import device
 from . import plain_chunks
 
 PIECES = "batch"  # names the pinned pieces the batches' files go through (engine/prewarm.py too)
@@ -218,9 +219,7 @@ class Reader:
         files one at a time, in the order they were started), the decode overlaps others'."""
         import time
 
-        from ..backends.cuda import transfer
-        from ..backends.cuda import zstd as gpu_zstd
-
+        dev = device(True)
         with self._turn:
             self._turn.wait_for(lambda: self._serving == ticket)
         t0 = time.perf_counter()
@@ -228,16 +227,16 @@ class Reader:
             ch = plain_chunks.locate(src, job.src, *span(job, b0))
             if ch is None:
                 return None, {}
-            stream = transfer.slot_stream(("batch", threading.get_ident()))
+            stream = dev.turn(("batch", threading.get_ident()))
             with stream:
-                raw = transfer.to_device_in_pieces(*ch.pieces(), PIECES)
+                raw = dev.upload_pieces(*ch.pieces(), PIECES)
         finally:
             with self._turn:
                 self._serving += 1
                 self._turn.notify_all()
         t1 = time.perf_counter()
         with stream:
-            flat = gpu_zstd.decode_device(raw, ch.starts, ch.sizes, ch.layout.frame_nbytes, np.dtype(ch.layout.dtype))
+            flat = dev.decode_resident(raw, ch.starts, ch.sizes, ch.layout.frame_nbytes, np.dtype(ch.layout.dtype))
         del raw
         return Decoded(flat, ch), {"batch files to device": t1 - t0, "batch decode": time.perf_counter() - t1,
                                    "batches decoded": 1}

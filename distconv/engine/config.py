@@ -1,31 +1,33 @@
-"""The engine's settings: dask config keys read where a block runs (so a worker reads its own
-config), and zarr's settings for the arrays the engine opens. Each key's value is checked
-when read: a bad one raises naming the key."""
+"""The engine's settings: its dask config keys (declared with their defaults in core/config.py)
+read where a block runs (so a worker reads its own config), and zarr's settings for the arrays
+the engine opens. Each key's value is checked when read: a bad one raises naming the key."""
 
 from __future__ import annotations
 
 import functools
 
-# Blocks in flight per worker process: a block's task is three stages, read (shard files, or
-# zarr decoding on the CPU, into the slot's pinned staging), device (upload or nvCOMP decode,
-# the stencil, nvCOMP encode, download; DEVICE_BLOCKS at a time) and write (shard files), so
-# the stages of different blocks overlap. Each slot owns its pinned staging buffers and stream.
-# Read once per process, at its first block. Measured: NOTES.md, "End to end, round 4".
-IO_SLOTS = 2
-SLOTS_KEY = "distconv.io-slots"
+from ..core import config as keys
+
+# Blocks in flight per worker process (keys.IO_SLOTS): a block's task is three stages, read
+# (shard files, or zarr decoding on the CPU, into the slot's pinned staging), device (upload or
+# nvCOMP decode, the stencil, nvCOMP encode, download; DEVICE_BLOCKS at a time) and write (shard
+# files), so the stages of different blocks overlap. Each slot owns its pinned staging buffers
+# and stream. Read once per process, at its first block. Measured: NOTES.md, "End to end, round 4".
+IO_SLOTS = keys.IO_SLOTS.fallback(gpu=True)
+SLOTS_KEY = keys.IO_SLOTS.name
 # Blocks in their device stage at once per process (a dask-cuda worker owns one GPU), each on
 # its slot's stream. Measured: NOTES.md, round 4.
-DEVICE_BLOCKS = 2
-DEVICE_KEY = "distconv.device-blocks"
+DEVICE_BLOCKS = keys.DEVICE_BLOCKS.default
+DEVICE_KEY = keys.DEVICE_BLOCKS.name
 # Zarr's plain zstd chunks decoded by nvCOMP a batch of blocks at a time (engine/batches.py):
 # this bounds a batch's rows (device memory: a process holds up to batches.READERS of them,
 # decoding, and those its blocks still read).
-BATCH_BYTES = 4 * 2**30
-BATCH_KEY = "distconv.decode-batch-bytes"
+BATCH_BYTES = keys.DECODE_BATCH_BYTES.default
+BATCH_KEY = keys.DECODE_BATCH_BYTES.name
 # A carried scan's blocks held between their two tasks (engine/carries.py).
-HOLD_KEY = "distconv.scan-hold-bytes"
+HOLD_KEY = keys.SCAN_HOLD_BYTES.name
 # A GPU worker of distconv's local cluster page-locks its staging as it starts (engine/prewarm.py).
-PREWARM_KEY = "distconv.prewarm"
+PREWARM_KEY = keys.PREWARM.name
 # The GIL switch interval of a process running blocks. A thread back from a blocking call
 # (a stream wait, a copy, a file read) waits until the thread holding the GIL lets go, up to
 # one interval; the device stage makes ~30 such calls per block. Measured beside a busy
@@ -37,33 +39,28 @@ SWITCH_INTERVAL_S = 2e-4
 def io_slots(gpu: bool = True) -> int:
     """Blocks in flight per process: IO_SLOTS on a GPU, one per thread of the process on CPUs
     (there every stage of a block runs on its own thread: fewer slots leave cores idle)."""
-    return _positive(SLOTS_KEY, IO_SLOTS if gpu else _threads())
+    return keys.positive(keys.IO_SLOTS, IO_SLOTS if gpu else _threads())
 
 
 def device_blocks() -> int:
     """Blocks in their device stage at once per process."""
-    return _positive(DEVICE_KEY, DEVICE_BLOCKS)
+    return keys.positive(keys.DEVICE_BLOCKS)
 
 
 def batch_bytes() -> int:
     """Most bytes of rows decoded in one nvCOMP batch."""
-    return _positive(BATCH_KEY, BATCH_BYTES)
+    return keys.positive(keys.DECODE_BATCH_BYTES)
 
 
 def held_bytes(gpu: bool = False) -> int:
     """Bytes of blocks' scans a process holds between their two parts (8 GiB of device memory
     on a GPU, 1 GiB on a CPU)."""
-    return _positive(HOLD_KEY, 8 * 2**30 if gpu else 2**30)
+    return keys.positive(keys.SCAN_HOLD_BYTES, gpu=gpu)
 
 
 def prewarm_enabled() -> bool:
     """Does a GPU worker of distconv's local cluster warm up as it starts (default True)?"""
-    import dask
-
-    v = dask.config.get(PREWARM_KEY, True)
-    if not isinstance(v, bool):
-        raise ValueError(f"dask config {PREWARM_KEY!r} must be true or false, got {v!r}")
-    return v
+    return keys.flag(keys.PREWARM)
 
 
 def _threads() -> int:
@@ -76,16 +73,6 @@ def _threads() -> int:
         return get_worker().state.nthreads
     except (ImportError, ValueError, AttributeError):
         return os.cpu_count() or 1
-
-
-def _positive(key: str, default: int) -> int:
-    """A positive integer from dask config ``key``; a bad value raises naming the key."""
-    import dask
-
-    n = dask.config.get(key, default)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"dask config {key!r} must be a positive integer, got {n!r}")
-    return n
 
 
 @functools.cache

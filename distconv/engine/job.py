@@ -26,6 +26,7 @@ from .. import backends
 from ..backends.device import device
 from ..core.arrays import array_module, to_host
 from ..core.tile import Tile
+from ..graph.merge import FAN_IN
 from . import batches, carries, config, ownership, shards
 from .plan import Job, mark_of, runs, written
 from .read import fetch, to_device
@@ -183,9 +184,9 @@ def graph(job: Job, name: str, workers: list | None = None):
                                                     dask_key_name=f"distconv-carry-{token}-{i + 1}")
     level, depth = tasks, 0
     while len(level) > 1:
-        level = [dask.delayed(_add, pure=True)(*level[k:k + 8],
+        level = [dask.delayed(_add, pure=True)(*level[k:k + FAN_IN],
                                               dask_key_name=f"distconv-merge-{token}-{depth}-{k}")
-                 for k in range(0, len(level), 8)]
+                 for k in range(0, len(level), FAN_IN)]
         depth += 1
     return tasks, level[0]
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.frames import aligned_up
 from . import chunk_heads, shards
 from .location import join, read_into, size
-from .shards import aligned_up
 
 # bytes of chunk files read per piece on the way to the device (two pieces of pinned staging)
 PIECE_BYTES = 256 * 2**20
@@ -84,7 +84,7 @@ def locate(src, path: str, a: int, b: int) -> Chunks | None:
     sizes = np.array(list(shards.file_pool("read").map(size, files)), dtype=np.int64)
     if (sizes < 0).any():
         return None
-    starts = np.concatenate([[0], np.cumsum(aligned_up(sizes))[:-1]]).astype(np.int64)
+    starts = np.concatenate([[0], np.cumsum(aligned_up(sizes, shards.FRAME_ALIGN))[:-1]]).astype(np.int64)
     layout = shards.Layout(shape, chunks, chunks, np.dtype(src.dtype).str)
     return Chunks(files, starts, sizes, k0 * chunks[0], min(k1 * chunks[0], shape[0]) - k0 * chunks[0], layout)
 

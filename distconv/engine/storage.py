@@ -8,6 +8,7 @@ from pathlib import Path
 import dask.array as da
 import numpy as np
 
+from ..backends.device import device
 from ..core.arrays import to_host
 from . import ownership
 from .location import Location
@@ -129,12 +130,9 @@ def create(path: str, shape, chunks, dtype, codec: str = "zstd", attrs=None, dim
 
 
 def to_device_blocks(arr: da.Array) -> da.Array:
-    """Blocks moved to the worker's GPU, staged through pinned memory (see backends.cuda.transfer)."""
-    import cupy
-
-    from ..backends.cuda.transfer import to_device
-
-    return arr.map_blocks(to_device, meta=cupy.empty((0,) * arr.ndim, dtype=arr.dtype))
+    """Blocks moved to the worker's GPU, staged through pinned memory (the device object's upload)."""
+    gpu = device(True)
+    return arr.map_blocks(gpu.upload, pinned=False, token="to_device", meta=gpu.empty((0,) * arr.ndim, arr.dtype))
 
 
 def store_into(arr: da.Array, path: str, claim: ownership.Claim, storage_chunks=None, codec: str = "zstd",

@@ -8,12 +8,14 @@ from functools import partial
 import dask.array as da
 from dask.base import tokenize
 
+from .merge import FAN_IN
+
 
 def tree_reduce(x: da.Array, block_fn, axes: tuple, keepdims: bool, dtype, name: str) -> da.Array:
-    """``block_fn(block, axes, keepdims)`` over each block, then over the partials, 8 at a time."""
+    """``block_fn(block, axes, keepdims)`` over each block, then over the partials, FAN_IN at a time."""
     chunk = partial(_reduce_block, block_fn=block_fn)
     return da.reduction(x, chunk, chunk, combine=chunk, axis=axes, keepdims=keepdims, dtype=dtype,
-                        split_every=8, name=name, meta=x._meta.astype(dtype))
+                        split_every=FAN_IN, name=name, meta=x._meta.astype(dtype))
 
 
 def _reduce_block(block, axis=None, keepdims=False, *, block_fn, computing_meta=False):

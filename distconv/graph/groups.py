@@ -18,28 +18,16 @@ import math
 import dask.array as da
 import numpy as np
 
+from ..core import config
 from ..core.arrays import array_module, is_cupy
 from ..core.stencil import accepts_out
 
-CONFIG_KEY = "distconv.block-bytes"
-DEFAULT_BLOCK_BYTES = 2 * 2**30
+CONFIG_KEY = config.BLOCK_BYTES.name  # (tests and benchmarks set it by this name)
 
 
 def block_bytes() -> int:
     """The run size from dask's config (bytes or a string such as "4 GiB"); 0: no runs."""
-    import dask
-    from dask.utils import parse_bytes
-
-    value = dask.config.get(CONFIG_KEY, DEFAULT_BLOCK_BYTES)
-    if value in (None, False):
-        return 0
-    try:
-        n = parse_bytes(value) if isinstance(value, str) else int(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"dask config {CONFIG_KEY!r} must be a size in bytes (or 0), got {value!r}") from None
-    if n < 0:
-        raise ValueError(f"dask config {CONFIG_KEY!r} must be >= 0, got {value!r}")
-    return n
+    return config.size(config.BLOCK_BYTES)
 
 
 def block_locations(x: da.Array):

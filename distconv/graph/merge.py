@@ -47,6 +47,8 @@ def _expand(func, n: int, *blocks):
     return total[None]
 
 
+# partials added FAN_IN at a time in every tree reduction of distconv (here, graph/blockwise.py,
+# ops/histograms.py, the engine's merge of its blocks' results)
 FAN_IN = 8
 
 

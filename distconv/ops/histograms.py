@@ -13,6 +13,7 @@ import numpy as np
 from .. import backends
 from ..core import checks
 from ..core.arrays import array_module, to_host
+from ..graph.merge import FAN_IN
 from .reductions import max as _max
 from .reductions import min as _min
 
@@ -186,7 +187,7 @@ def histogram_along(x, axes, bins=10, range=None, weights=None, density=False): 
             chunks = xt.chunks[:nk] + tuple((1,) * len(xt.chunks[a]) for a in counted) + ((nbins,),)
             parts = xt.map_blocks(fn, *rest, new_axis=x.ndim, chunks=chunks, name="distconv-hist-slices",
                                   dtype=dtype)
-            hist = parts.sum(axis=counted, split_every=8)
+            hist = parts.sum(axis=counted, split_every=FAN_IN)
     else:
         hist = fn(*arrays).reshape(tuple(x.shape[a] for a in keep) + (nbins,))
     if w is not None:

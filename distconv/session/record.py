@@ -11,14 +11,14 @@ import json
 import os
 from pathlib import Path
 
-STATE_KEY = "distconv.cluster-state"
+from ..core import config
+
+STATE_KEY = config.CLUSTER_STATE.name
 
 
 def state_path() -> Path:
-    import dask
-
     default = Path.home() / ".cache" / "distconv" / "cluster.json"
-    return Path(dask.config.get(STATE_KEY, None) or default).expanduser()
+    return Path(config.get(config.CLUSTER_STATE) or default).expanduser()
 
 
 def recorded() -> dict | None:

@@ -9,6 +9,10 @@ import functools
 
 import numpy as np
 
+# CUDA's most blocks of a grid along y or z: the grid-stride launchers stop their grids there
+# (and along x, where CUDA allows 2^31 - 1, at a multiple of it)
+GRID_YZ = 65535
+
 
 def oom_message(shape, dtype, free: int, total: int) -> str:
     """What to tell a user whose chunk did not fit: its size, the GPU's memory, a chunk to try."""

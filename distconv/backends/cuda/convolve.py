@@ -10,7 +10,7 @@ from ...core.arrays import into
 from ...core.modes import MODES, mode_of
 from ...core.stencil import run_pair
 from ...core.tile import Tile
-from . import device_constant, guard_memory, loader, separable, target
+from . import GRID_YZ, device_constant, guard_memory, loader, separable, target
 from . import histogram as counting
 from .masks import capacity as mask_capacity
 from .masks import slots_for
@@ -277,7 +277,7 @@ def launch(src, out, out3, offs, mask3: np.ndarray, mode: int, cval: float):
         name = loader.template("distconv_correlate_slide3d", ctype(T), KD, KH, KW, BX, BY, PX, PY)
         smem = 2 * _plane_bytes(T, KH, KW, BX, BY, PX, PY)
         nz = slide_planes(KD)
-        grid = (-(-oW // (BX * PX)), min(-(-oH // (BY * PY)), 65535), min(-(-oD // nz), 65535))
+        grid = (-(-oW // (BX * PX)), min(-(-oH // (BY * PY)), GRID_YZ), min(-(-oD // nz), GRID_YZ))
         args = sizes + (np.int32(mode), scalar(cval, T), np.int32(nz), taps(T, mask3.ravel()))
         loader.function("convolve", name, smem)(grid, (BX, BY, 1), args, shared_mem=smem)
         return
@@ -286,7 +286,7 @@ def launch(src, out, out3, offs, mask3: np.ndarray, mode: int, cval: float):
     if KH <= MAX_TILED and KW <= MAX_TILED:
         BX, BY, PX, PY = tiled_shape(T, KH, KW, oH)
         smem = _plane_bytes(T, KH, KW, BX, BY, PX, PY)
-        grid = (-(-oW // (BX * PX)), min(-(-oH // (BY * PY)), 65535), min(oD, 65535))
+        grid = (-(-oW // (BX * PX)), min(-(-oH // (BY * PY)), GRID_YZ), min(oD, GRID_YZ))
         block = (BX, BY, 1)
         cmask = mask3.size <= mask_capacity(T)
         name = loader.template("distconv_correlate_tiled", ctype(T), KH, KW, BX, BY, PX, PY, cmask)
@@ -295,7 +295,8 @@ def launch(src, out, out3, offs, mask3: np.ndarray, mode: int, cval: float):
         cmask = mask3.size <= mask_capacity(T)
         smem = 0
         total = oD * oH * oW
-        grid, block = (min(-(-total // 256), 65535 * 16),), (256,)
+        threads = loader.define("DC_BLOCK")
+        grid, block = (min(-(-total // threads), GRID_YZ * 16),), (threads,)
         name = loader.template("distconv_correlate_direct", ctype(T), cmask)
         args_extra = (np.int32(KH), np.int32(KW))
     fn = loader.function("convolve", name, smem)

@@ -10,7 +10,7 @@ from ...core.modes import MODES, mode_of
 from ...core.tile import Tile
 from ..windows import rank_omit  # noqa: F401 - nan_policy='omit' of median/rank/percentile:
 #   a sort of each window's values on the device (no kernel of ours yet)
-from . import guard_memory, loader
+from . import GRID_YZ, guard_memory, loader
 from .tile import as_dtype, axis_groups, dc_tile, group_sizes, plane_groups
 from .types import ctype, scalar
 
@@ -72,7 +72,7 @@ def _launch_median3x3(src, out, out3, offs, mode: int, cval, propagate: bool):
     th, tw, smem = _median3x3_tile(T)
     tx, ty = loader.define("DC_MED3_TX"), loader.define("DC_MED3_TY")
     fn = loader.function("rank", loader.template("distconv_median3x3", ctype(T), propagate), smem)
-    grid = (-(-oW // tw), min(-(-oH // th), 65535), min(oD, 65535))
+    grid = (-(-oW // tw), min(-(-oH // th), GRID_YZ), min(oD, GRID_YZ))
     fn(grid, (tx * ty,), (src, out, *(np.int64(v) for v in out3), *(np.int64(v) for v in offs),
                          np.int32(mode), cval), shared_mem=smem)
 
@@ -94,7 +94,7 @@ def _launch(src, out, out3, offs, k3, bits, R: int, top: bool, mode: int, cval, 
     smem = KD * (by * py + KH - 1) * (bx + KW - 1) * T.itemsize  # kernel header formula
     name = loader.template("distconv_rank", ctype(T), KD, KH, KW, R, top, bx, by, py, full)
     fn = loader.function("rank", name, smem)
-    grid = (-(-oW // bx), min(-(-oH // (by * py)), 65535), min(oD, 65535))
+    grid = (-(-oW // bx), min(-(-oH // (by * py)), GRID_YZ), min(oD, GRID_YZ))
     fp = np.zeros((), dtype=DC_FOOTPRINT)
     fp["bits"] = bits
     fn(grid, (bx, by, 1), (src, out, *(np.int64(v) for v in out3), *(np.int64(v) for v in offs),
@@ -257,10 +257,10 @@ def _launch_extremum(tile: Tile, plan, top: bool, cval, out):
     fn = loader.function("rank", loader.template("distconv_extremum2d", ctype(T), k0, k1, top), smem)
     src, _keep_alive = dc_tile(tile, gs)
     th, tw = loader.define("DC_EXT_TH"), loader.define("DC_EXT_TW")
-    grid = (-(-oW // tw), min(-(-oH // th), 65535), min(oD, 65535))
+    grid = (-(-oW // tw), min(-(-oH // th), GRID_YZ), min(oD, GRID_YZ))
     offH, offW = tile.halo[a0][0] - (k0 // 2 + o0), tile.halo[a1][0] - (k1 // 2 + o1)
-    fn(grid, (256,), (src, out, np.int64(oD), np.int64(oH), np.int64(oW), np.int64(offH), np.int64(offW),
-                      np.int32(MODES[mode]), cval), shared_mem=smem)
+    fn(grid, (loader.define("DC_EXT_THREADS"),), (src, out, np.int64(oD), np.int64(oH), np.int64(oW), np.int64(offH),
+                                                  np.int64(offW), np.int32(MODES[mode]), cval), shared_mem=smem)
 
 
 def _cupyx_pass(cur: Tile, axis, size, origin, minimum, mode, cval):
@@ -275,19 +275,21 @@ def _cupyx_pass(cur: Tile, axis, size, origin, minimum, mode, cval):
     return ext[tuple(sl)]
 
 
-# Representative instantiations, compiled ahead by the nvcc test (tests/test_kernels_build.py)
+# Representative instantiations, compiled ahead by the nvcc test (tests/test_kernels_build.py),
+# with the launcher's block shapes (lines: _launch's bx * by threads along x)
+_BX, _BY, _PY = (loader.define(f"DC_RANK_{n}") for n in ("BX", "BY", "PY"))
 INSTANTIATIONS = [
-    loader.template("distconv_rank", t, kd, kh, kw, r, top, 32, 8, _rows(r), full)
+    loader.template("distconv_rank", t, kd, kh, kw, r, top, _BX, _BY, _rows(r), full)
     for t in ("float", "double", "int", "long long")
     for kd, kh, kw, r, top in ((1, 3, 3, 5, False), (1, 5, 5, 13, False), (1, 1, 9, 1, True),
                                (1, 9, 1, 1, False), (3, 3, 3, 14, True), (1, 9, 9, 41, False),
                                (3, 3, 3, 14, False))
     for full in (False, True)
 ] + [
-    loader.template("distconv_rank", "float", 1, 1, 31, 1, False, 256, 1, 1, True),
-    loader.template("distconv_rank", "unsigned long long", 1, 3, 3, 5, False, 32, 8, 4, True),
-    loader.template("distconv_rank", "double", 1, 9, 11, 48, True, 32, 8, 4, False),
-    loader.template("distconv_rank", "float", 1, 11, 11, 61, True, 32, 8, 4, False),
+    loader.template("distconv_rank", "float", 1, 1, 31, 1, False, _BX * _BY, 1, 1, True),
+    loader.template("distconv_rank", "unsigned long long", 1, 3, 3, 5, False, _BX, _BY, _PY, True),
+    loader.template("distconv_rank", "double", 1, 9, 11, 48, True, _BX, _BY, _PY, False),
+    loader.template("distconv_rank", "float", 1, 11, 11, 61, True, _BX, _BY, _PY, False),
 ] + [
     loader.template("distconv_median3x3", t, p)
     for t, p in (("float", False), ("float", True), ("double", False), ("double", True), ("int", False),

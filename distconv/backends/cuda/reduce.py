@@ -8,7 +8,7 @@ import threading
 import numpy as np
 
 from ...core.ops import FUNCTORS, identity, kernel_dtype
-from . import guard_memory, loader, resident_blocks, sm_count
+from . import GRID_YZ, guard_memory, loader, resident_blocks, sm_count
 from .types import ctype
 
 BLOCK = loader.define("DC_BLOCK")  # threads per block, from kernels/common.cuh
@@ -78,19 +78,20 @@ def _reduce_axis(a, op, axis, T):
     if inner == 1:
         out = cupy.empty(outer, dtype=T)
         name = loader.template("distconv_reduce_rows", tin, t, fn)
-        loader.function("reduce", name)((int(min(outer, 65535 * 4)),), (BLOCK,), (a, np.int64(outer), np.int64(n), out))
+        loader.function("reduce", name)((int(min(outer, GRID_YZ * 4)),), (BLOCK,),
+                                        (a, np.int64(outer), np.int64(n), out))
         return out.reshape(kshape)
     strips = outer * -(-inner // BLOCK)
     segs = int(max(1, min(64, n // 64, (sm_count() * 16) // max(strips, 1))))  # ~16 blocks per SM
     part = cupy.empty((segs, outer, inner), dtype=T)
     name = loader.template("distconv_reduce_cols", tin, t, fn)
     fn_k = loader.function("reduce", name)
-    fn_k((int(min(strips, 65535 * 4)), segs), (BLOCK,), (a, np.int64(outer), np.int64(n), np.int64(inner), part))
+    fn_k((int(min(strips, GRID_YZ * 4)), segs), (BLOCK,), (a, np.int64(outer), np.int64(n), np.int64(inner), part))
     if segs == 1:
         return part.reshape(kshape)
     out = cupy.empty((1, outer * inner), dtype=T)  # fold the segment partials: (1, segs, outer*inner)
     name2 = loader.template("distconv_reduce_cols", t, t, fn)
-    loader.function("reduce", name2)((int(min(-(-outer * inner // BLOCK), 65535 * 4)), 1), (BLOCK,),
+    loader.function("reduce", name2)((int(min(-(-outer * inner // BLOCK), GRID_YZ * 4)), 1), (BLOCK,),
                                      (part, np.int64(1), np.int64(segs), np.int64(outer * inner), out))
     return out.reshape(kshape)
 

@@ -10,8 +10,8 @@ import numpy as np
 from ...core.modes import MODES, mode_of
 from ...core.stencil import reach
 from ...core.tile import Tile
+from . import GRID_YZ, loader, target
 from . import histogram as counting
-from . import loader, target
 from .tile import dc_tile, group_sizes, plane_groups
 from .types import ctype, scalar, taps
 
@@ -166,7 +166,7 @@ def launch(tile: Tile, pair, cval: float, out, second=None, binning=None):
     fn = loader.function("convolve", name, smem)
     src, _keep = dc_tile(tile, gs)
     th, tw = loader.define("DC_SEP_TH"), loader.define("DC_SEP_TW")
-    grid = (-(-oW // tw), min(-(-oH // th), 65535), min(oD, 65535))
+    grid = (-(-oW // tw), min(-(-oH // th), GRID_YZ), min(oD, GRID_YZ))
     all_taps = taps(T, np.concatenate([w0, w1, mask2.ravel() if second else []]))
     args = (src, out if binning is None else np.uint64(0), np.int64(oD), np.int64(oH), np.int64(oW),
             np.int64(offH), np.int64(offW), np.int32(MODES[mode]), scalar(cval, T), all_taps)

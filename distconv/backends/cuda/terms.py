@@ -10,7 +10,7 @@ import numpy as np
 from ...core.modes import MODES
 from ...core.tile import Tile
 from ..windows import combine_terms
-from . import guard_memory, loader, target
+from . import GRID_YZ, guard_memory, loader, target
 from .convolve import correlate_passes
 from .separable import MAX_SEPARABLE
 from .tile import dc_tile, group_sizes, plane_groups
@@ -76,7 +76,7 @@ def _launch(tile: Tile, plan, cval: float, combine: str, out):
     fn = loader.function("convolve", loader.template("distconv_terms2d", "float", k0, k1, COMBINE[combine]), smem)
     src, _keep = dc_tile(tile, gs)
     th, tw = loader.define("DC_SEP_TH"), loader.define("DC_SEP_TW")
-    grid = (-(-oW // tw), min(-(-oH // th), 65535), min(oD, 65535))
+    grid = (-(-oW // tw), min(-(-oH // th), GRID_YZ), min(oD, GRID_YZ))
     offH, offW = tile.halo[a0][0] - k0 // 2, tile.halo[a1][0] - k1 // 2
     args = (src, out, np.int64(oD), np.int64(oH), np.int64(oW), np.int64(offH), np.int64(offW),
             np.int32(MODES[mode]), scalar(cval, T), taps(T, weights.astype(T)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import guard_memory, loader
+from . import GRID_YZ, guard_memory, loader
 
 
 def batched_form(shape: tuple, axes: tuple):
@@ -40,7 +40,7 @@ def transpose(block, axes: tuple):
         T = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}[x.dtype.itemsize]
         name = loader.template("distconv_transpose", T)
         tile, lanes, rows = (loader.define(n) for n in ("DC_TR_TILE", "DC_TR_LANES", "DC_TR_ROWS"))
-        grid = (int(min(-(-C // tile), 2**31 - 1)), int(min(-(-R // tile), 65535)), int(min(B, 65535)))
+        grid = (int(min(-(-C // tile), 2**31 - 1)), int(min(-(-R // tile), GRID_YZ)), int(min(B, GRID_YZ)))
         loader.function("transpose", name)(grid, (lanes, rows), (a, out, np.int64(B), np.int64(R), np.int64(C)))
     return out
 

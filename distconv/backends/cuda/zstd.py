@@ -14,16 +14,13 @@ import functools
 
 import numpy as np
 
-from . import loader
+from ...core.frames import aligned_up
+from . import GRID_YZ, loader
 
 # where frames start for the decoder to read them in place (nvCOMP's zstd wants 8; 16 is its
-# bound for every format), in device buffers and in distconv's shard files
+# bound for every format), in device buffers and in distconv's shard files (engine/shards.py
+# reads it through backends.device.frame_align)
 FRAME_ALIGN = loader.define("DC_FRAME_ALIGN")
-
-
-def aligned_up(n):
-    """``n`` bytes (an int or an array of them) rounded up to FRAME_ALIGN."""
-    return -(-n // FRAME_ALIGN) * FRAME_ALIGN
 
 
 _PACK = "distconv_pack_frames"
@@ -51,7 +48,7 @@ def encode_frames(block, frame_nbytes: int, align: int = 1, slot=None) -> tuple:
         raise ValueError(f"align must divide {FRAME_ALIGN}, got {align}")
     places, cap, lengths = compress(block, frame_nbytes)
     n = lengths.size
-    padded = aligned_up(lengths)
+    padded = aligned_up(lengths, FRAME_ALIGN)
     starts = np.concatenate([[0], np.cumsum(padded)[:-1]]).astype(np.int64)
     packed = cupy.empty(max(int(padded.sum()), 1), dtype=cupy.uint8)
     _pack(places, np.arange(n, dtype=np.int64) * cap, packed, starts, lengths)
@@ -144,7 +141,7 @@ def _capacity(frame_nbytes: int) -> int:
     """Bytes set aside per compressed frame: nvCOMP's bound, rounded up to FRAME_ALIGN."""
     from . import libnvcomp
 
-    return aligned_up(libnvcomp.max_compressed_bytes(frame_nbytes))
+    return aligned_up(libnvcomp.max_compressed_bytes(frame_nbytes), FRAME_ALIGN)
 
 
 def _temp(decode: bool, n: int, frame_nbytes: int):
@@ -172,7 +169,7 @@ def _pack(src, src_off, dst, dst_off, nbytes) -> None:
     src_off, dst_off, nbytes = _table(src_off, dst_off, nbytes, dtype=np.int64)
     args = (src, src_off, dst, dst_off, nbytes, np.int64(nframes))
     threads = loader.define("DC_PACK_THREADS")
-    loader.function("zstd", _PACK)((min(nframes, 65535),), (threads,), args)
+    loader.function("zstd", _PACK)((min(nframes, GRID_YZ),), (threads,), args)
 
 
 def decode_frames(buf, starts, sizes, frame_nbytes: int, dtype):
@@ -224,7 +221,7 @@ def _gather(src, starts, sizes):
     (buffer, new starts)."""
     import cupy
 
-    padded = aligned_up(sizes)
+    padded = aligned_up(sizes, FRAME_ALIGN)
     moved = np.concatenate([[0], np.cumsum(padded)[:-1]]).astype(np.int64)
     dense = cupy.empty(max(int(padded.sum()), 1), dtype=cupy.uint8)
     for a, b, n in zip(starts.tolist(), moved.tolist(), sizes.tolist()):

@@ -8,6 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ...core.frames import aligned_up
+
 LEVEL = 1  # zstd level of CPU-written frames (the output's metadata records it)
 _POOL = None  # one pool per process, made on first use
 
@@ -30,7 +32,7 @@ def encode_frames(block, frame_nbytes: int, align: int = 1) -> tuple:
     raw = np.ascontiguousarray(block).view(np.uint8).reshape(-1)
     frames = list(_pool().map(codec.encode, [raw[i:i + frame_nbytes] for i in range(0, raw.size, frame_nbytes)]))
     sizes = np.array([len(f) for f in frames], dtype=np.int64)
-    padded = -(-sizes // align) * align
+    padded = aligned_up(sizes, align)
     starts = np.concatenate([[0], np.cumsum(padded)[:-1]]).astype(np.int64)
     buf = np.zeros(max(int(padded.sum()), 1), dtype=np.uint8)
 
