@@ -211,3 +211,20 @@ def test_integer_cval_outside_the_dtype_picks_as_scipy(backend, rng):
                       ("median_filter", {"size": 3}), ("rank_filter", {"rank": 2, "footprint": fp})]:
             ref = getattr(ndi, f)(a, mode="constant", cval=cval, **kw)
             assert_matches(run(backend, getattr(dc, f), a, mode="constant", cval=cval, **kw), ref)
+
+
+@pytest.mark.parametrize("dtype, output, cval", [(np.int32, np.float32, 1.5), (np.int16, np.float64, -2.25),
+                                                 (np.float32, np.float64, 0.1), (np.uint8, np.float32, 300.0)])
+@pytest.mark.parametrize("op, kw", [("minimum_filter", {"size": (1, 2)}), ("maximum_filter", {"size": (3, 2)}),
+                                    ("median_filter", {"size": (3, 3)}), ("rank_filter", {"rank": 1, "size": 3}),
+                                    ("percentile_filter", {"percentile": 80, "size": (2, 3)}),
+                                    ("minimum_filter", {"footprint": [[1, 0], [1, 1]]})])
+def test_rank_filters_pick_a_cval_the_input_cannot_hold_as_scipy_does(backend, rng, dtype, output, cval, op, kw):
+    """scipy picks in double precision and casts what it picked to ``output``: a constant
+    edge's cval that the input's dtype cannot hold reaches the output as it is."""
+    a = (rng.integers(0, 100, (9, 11)) if np.dtype(dtype).kind in "iu" else rng.standard_normal((9, 11))).astype(dtype)
+    got = backend.run(getattr(dc, op), a, mode="constant", cval=cval, output=output, **kw)
+    want = getattr(ndi, op)(a, mode="constant", cval=cval, output=output, **kw)
+    got = host(got)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)

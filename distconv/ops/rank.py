@@ -22,6 +22,7 @@ from ..core.arrays import array_module
 from ..core.tile import Tile
 from ..core.modes import canonical_mode, canonical_modes, one_mode
 from ..core.stencil import mask_depth, reach
+from . import docs
 from .filters import _filter, _Then, deliver, expand_mask, nan_policy_of, output_dtype
 
 _KINDS = checks.SUPPORTED_KINDS  # no complex: an order is needed
@@ -45,6 +46,22 @@ def _footprint(x, size, footprint, axes):
     return sizes, None
 
 
+def _picked_in(x, dt, mode, cval):
+    """``x`` in the dtype a box minimum or maximum picks in. scipy runs those as 1-D passes
+    that read a constant edge's ``cval`` in double precision and write the output's dtype (its
+    footprint, rank and median filters cast ``cval`` to the input's dtype instead, as
+    distconv's do): where the output's dtype is not the input's and ``cval`` does not fit the
+    input's dtype (1.5 for integers, 0.1 for float32), the box picks in float64 too."""
+    if dt is None or dt == x.dtype or np.dtype(x.dtype) == np.float64:
+        return x
+    modes = mode if isinstance(mode, (list, tuple)) else [mode]
+    if not any(isinstance(m, str) and canonical_mode(m) == "constant" for m in modes):
+        return x
+    with np.errstate(all="ignore"):  # compared as Python floats: numpy would compare in x's dtype
+        fits = float(np.asarray(cval).astype(x.dtype)) == float(cval)
+    return x if fits else x.astype(np.float64)
+
+
 def _extremum(x, size, footprint, mode, cval, origin, axes, output, minimum: bool, name, allow_rechunk,
               nan_policy="propagate"):
     x = checks.nonzero_ndim(checks.as_array(x, kinds=_KINDS))
@@ -55,6 +72,7 @@ def _extremum(x, size, footprint, mode, cval, origin, axes, output, minimum: boo
     if fp is not None:
         pick = Pick("min" if minimum else "max")
         return _ranked(x, fp, pick, mode, cval, origin, axes, output, dt, name, allow_rechunk, nan_policy)
+    x = _picked_in(x, dt, mode, cval)  # a box: scipy's 1-D passes
     ax = checks.axes_in_order(axes, x.ndim)
     if len(sizes) != len(ax):
         raise checks.FilterArgumentError(f"footprint must have {len(ax)} dimensions (one per "
@@ -188,7 +206,7 @@ class NanRule:
 def _holds_nan(tile: Tile) -> bool:
     """Does any piece of ``tile`` hold a NaN? Its maximum is NaN exactly then (the max
     reductions propagate NaN): one read of the data, where isnan then any wrote and read a
-    mask besides (~0.45 of 2.6 ms of a minimum_filter of 1 GiB on H200, NOTES.md)."""
+    mask besides."""
     xp = array_module(tile.centre)
     for d in tile.directions():
         piece = tile.piece(d)
@@ -226,57 +244,421 @@ def _rank_filter(x, size, footprint, mode, cval, origin, axes, output, pick, nam
     return _ranked(x, fp, pick, mode, cval, origin, axes, output, dt, name, allow_rechunk, nan_policy)
 
 
+@docs.fill
 def minimum_filter(x, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, *,
                    axes=None, output=None, nan_policy="propagate", allow_rechunk=True):
-    """Minimum over a box (``size``: separable, ``mode`` one or per axis) or a ``footprint``
-    (scipy.ndimage.minimum_filter semantics; NaN: the module's rule, ``nan_policy``)."""
+    """Multidimensional minimum filter, as scipy.ndimage.minimum_filter.
+
+    The smallest value in each element's window: a box (``size``, run as one 1-D pass per
+    axis, each axis with its own mode if given) or any ``footprint``. Without NaN the numbers
+    are scipy.ndimage.minimum_filter's for every chunking and device; NaN follows numpy's rule
+    (see Notes).
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32 or float64 data.
+    {size}
+    {footprint}
+    mode : str or sequence of str, optional
+        One mode, or, for a box, one per filtered axis (in the order of ``axes``).
+        {mode_names}
+    {cval}
+    {origin}
+    {axes}
+    {output}
+    {nan_policy_rank}
+    {allow_rechunk}
+
+    Returns
+    -------
+    {returns_filter}
+
+    Raises
+    ------
+    ValueError
+        {raises_value}
+        Also neither ``size`` nor ``footprint``, a ``size`` below 1, a footprint that selects
+        nothing, or a sequence of modes with a footprint that is not a box.
+    TypeError
+        {raises_type}
+
+    See Also
+    --------
+    maximum_filter, minimum_filter1d, rank_filter
+    scipy.ndimage.minimum_filter : The reference on numpy arrays.
+
+    Notes
+    -----
+    {nan_rule}
+
+    Examples
+    --------
+    >>> dc.minimum_filter(np.array([3.0, 1, 4, 1, 5, 9, 2, 6]), 3).tolist()
+    [1.0, 1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0]
+    >>> a = np.array([[1, 5, 2], [7, 3, 9], [4, 8, 6]])
+    >>> dc.minimum_filter(a, footprint=[[0, 1, 0], [1, 1, 1], [0, 1, 0]]).tolist()
+    [[1, 1, 2], [1, 3, 2], [4, 3, 6]]
+    >>> z = np.array([1.0, np.nan, 3, 4, 5])
+    >>> dc.minimum_filter(z, 3).tolist(), dc.minimum_filter(z, 3, nan_policy="omit").tolist()
+    ([nan, nan, nan, 3.0, 4.0], [1.0, 1.0, 3.0, 3.0, 4.0])
+    """
     return _extremum(x, size, footprint, mode, cval, origin, axes, output, True,
                      "distconv-minimum", allow_rechunk, nan_policy)
 
 
+@docs.fill
 def maximum_filter(x, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, *,
                    axes=None, output=None, nan_policy="propagate", allow_rechunk=True):
-    """Maximum over a box or a footprint (scipy.ndimage.maximum_filter semantics)."""
+    """Multidimensional maximum filter, as scipy.ndimage.maximum_filter.
+
+    The largest value in each element's window: a box (``size``, run as one 1-D pass per
+    axis, each axis with its own mode if given) or any ``footprint``. Without NaN the numbers
+    are scipy.ndimage.maximum_filter's for every chunking and device; NaN follows numpy's rule
+    (see Notes).
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32 or float64 data.
+    {size}
+    {footprint}
+    mode : str or sequence of str, optional
+        One mode, or, for a box, one per filtered axis (in the order of ``axes``).
+        {mode_names}
+    {cval}
+    {origin}
+    {axes}
+    {output}
+    {nan_policy_rank}
+    {allow_rechunk}
+
+    Returns
+    -------
+    {returns_filter}
+
+    Raises
+    ------
+    ValueError
+        {raises_value}
+        Also neither ``size`` nor ``footprint``, a ``size`` below 1, a footprint that selects
+        nothing, or a sequence of modes with a footprint that is not a box.
+    TypeError
+        {raises_type}
+
+    See Also
+    --------
+    minimum_filter, maximum_filter1d, rank_filter
+    scipy.ndimage.maximum_filter : The reference on numpy arrays.
+
+    Notes
+    -----
+    {nan_rule}
+
+    Examples
+    --------
+    >>> dc.maximum_filter(np.array([3.0, 1, 4, 1, 5, 9, 2, 6]), 3).tolist()
+    [3.0, 4.0, 4.0, 5.0, 9.0, 9.0, 9.0, 6.0]
+    >>> a = np.array([[1, 5, 2], [7, 3, 9], [4, 8, 6]])
+    >>> dc.maximum_filter(a, size=(1, 2)).tolist()
+    [[1, 5, 5], [7, 7, 9], [4, 8, 8]]
+    """
     return _extremum(x, size, footprint, mode, cval, origin, axes, output, False,
                      "distconv-maximum", allow_rechunk, nan_policy)
 
 
+@docs.fill
 def minimum_filter1d(x, size, axis=-1, mode="reflect", cval=0.0, origin=0, *, output=None,
                      nan_policy="propagate", allow_rechunk=True):
-    """Minimum over ``size`` elements along ``axis`` (scipy.ndimage.minimum_filter1d)."""
+    """One-dimensional minimum filter along an axis, as scipy.ndimage.minimum_filter1d.
+
+    The smallest of ``size`` consecutive values along ``axis`` around each element. Without
+    NaN the numbers are scipy.ndimage.minimum_filter1d's for every chunking and device; NaN
+    follows numpy's rule (see Notes).
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32 or float64 data.
+    size : int
+        The window's length.
+    {axis}
+    {mode}
+    {cval}
+    origin : int, optional
+        Where the window sits over each element: 0 (default) centres it, a positive value
+        shifts it to the left, a negative one to the right.
+    {output}
+    {nan_policy_rank}
+    {allow_rechunk}
+
+    Returns
+    -------
+    {returns_filter}
+
+    Raises
+    ------
+    ValueError
+        {raises_value}
+        Also a ``size`` below 1 or a sequence of modes.
+    TypeError
+        {raises_type}
+
+    See Also
+    --------
+    minimum_filter : Over a box or footprint of several axes.
+    scipy.ndimage.minimum_filter1d : The reference on numpy arrays.
+
+    Notes
+    -----
+    {nan_rule}
+
+    Examples
+    --------
+    >>> dc.minimum_filter1d(np.array([3, 1, 4, 1, 5]), 2).tolist()
+    [3, 1, 1, 1, 1]
+    >>> dc.minimum_filter1d(np.array([[3, 1], [4, 0], [5, 9]]), 3, axis=0).tolist()
+    [[3, 0], [3, 0], [4, 0]]
+    """
     canonical_mode(mode)
     return minimum_filter(x, operator.index(size), None, mode, cval, origin, axes=[axis],
                           output=output, nan_policy=nan_policy, allow_rechunk=allow_rechunk)
 
 
+@docs.fill
 def maximum_filter1d(x, size, axis=-1, mode="reflect", cval=0.0, origin=0, *, output=None,
                      nan_policy="propagate", allow_rechunk=True):
-    """Maximum over ``size`` elements along ``axis`` (scipy.ndimage.maximum_filter1d)."""
+    """One-dimensional maximum filter along an axis, as scipy.ndimage.maximum_filter1d.
+
+    The largest of ``size`` consecutive values along ``axis`` around each element. Without
+    NaN the numbers are scipy.ndimage.maximum_filter1d's for every chunking and device; NaN
+    follows numpy's rule (see Notes).
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32 or float64 data.
+    size : int
+        The window's length.
+    {axis}
+    {mode}
+    {cval}
+    origin : int, optional
+        Where the window sits over each element: 0 (default) centres it, a positive value
+        shifts it to the left, a negative one to the right.
+    {output}
+    {nan_policy_rank}
+    {allow_rechunk}
+
+    Returns
+    -------
+    {returns_filter}
+
+    Raises
+    ------
+    ValueError
+        {raises_value}
+        Also a ``size`` below 1 or a sequence of modes.
+    TypeError
+        {raises_type}
+
+    See Also
+    --------
+    maximum_filter : Over a box or footprint of several axes.
+    scipy.ndimage.maximum_filter1d : The reference on numpy arrays.
+
+    Notes
+    -----
+    {nan_rule}
+
+    Examples
+    --------
+    >>> dc.maximum_filter1d(np.array([3, 1, 4, 1, 5]), 3).tolist()
+    [3, 4, 4, 5, 5]
+    """
     canonical_mode(mode)
     return maximum_filter(x, operator.index(size), None, mode, cval, origin, axes=[axis],
                           output=output, nan_policy=nan_policy, allow_rechunk=allow_rechunk)
 
 
+@docs.fill
 def rank_filter(x, rank, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, *,
                 axes=None, output=None, nan_policy="propagate", allow_rechunk=True):
-    """The ``rank``-th smallest value (negative: from the top) over a box or footprint
-    (scipy.ndimage.rank_filter semantics; with nan_policy='omit' the rank counts among the
-    window's non-NaN values)."""
+    """Multidimensional rank filter, as scipy.ndimage.rank_filter.
+
+    The ``rank``-th smallest value (0: the minimum; negative counts from the top, -1: the
+    maximum) in each element's window, a box (``size``) or any ``footprint``. Without NaN the
+    numbers are scipy.ndimage.rank_filter's for every chunking and device; NaN follows
+    numpy's rule (see Notes), and with ``nan_policy='omit'`` the rank counts among the
+    window's non-NaN values.
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32 or float64 data.
+    rank : int
+        Which value of the sorted window: from the bottom (0 the smallest), or, negative, from
+        the top (-1 the largest).
+    {size}
+    {footprint}
+    {mode}
+    {cval}
+    {origin}
+    {axes}
+    {output}
+    {nan_policy_rank}
+    {allow_rechunk}
+
+    Returns
+    -------
+    {returns_filter}
+
+    Raises
+    ------
+    ValueError
+        {raises_value}
+        Also neither ``size`` nor ``footprint``, a ``size`` below 1, a footprint that selects
+        nothing, a ``rank`` outside the window, or a sequence of modes.
+    TypeError
+        {raises_type}
+
+    See Also
+    --------
+    median_filter, percentile_filter, minimum_filter, maximum_filter
+    scipy.ndimage.rank_filter : The reference on numpy arrays.
+
+    Notes
+    -----
+    {nan_rule}
+
+    Examples
+    --------
+    >>> y = np.array([3.0, 1, 4, 1, 5, 9, 2, 6])
+    >>> dc.rank_filter(y, 1, 3).tolist()
+    [3.0, 3.0, 1.0, 4.0, 5.0, 5.0, 6.0, 6.0]
+    >>> dc.rank_filter(y, -1, 3).tolist()
+    [3.0, 4.0, 4.0, 5.0, 9.0, 9.0, 9.0, 6.0]
+    """
     return _rank_filter(x, size, footprint, mode, cval, origin, axes, output,
                         Pick("rank", operator.index(rank)), "distconv-rank", allow_rechunk, nan_policy)
 
 
+@docs.fill
 def median_filter(x, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, *,
                   axes=None, output=None, nan_policy="propagate", allow_rechunk=True):
-    """Median over a box or footprint (scipy.ndimage.median_filter semantics: the upper median
-    of an even count)."""
+    """Multidimensional median filter, as scipy.ndimage.median_filter.
+
+    The median of each element's window, a box (``size``) or any ``footprint``; of an even
+    count, the upper of the two middle values (scipy's rule, not numpy's mean of the two).
+    Without NaN the numbers are scipy.ndimage.median_filter's for every chunking and device;
+    NaN follows numpy's rule (see Notes).
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32 or float64 data.
+    {size}
+    {footprint}
+    {mode}
+    {cval}
+    {origin}
+    {axes}
+    {output}
+    {nan_policy_rank}
+    {allow_rechunk}
+
+    Returns
+    -------
+    {returns_filter}
+
+    Raises
+    ------
+    ValueError
+        {raises_value}
+        Also neither ``size`` nor ``footprint``, a ``size`` below 1, a footprint that selects
+        nothing, or a sequence of modes.
+    TypeError
+        {raises_type}
+
+    See Also
+    --------
+    rank_filter, percentile_filter
+    scipy.ndimage.median_filter : The reference on numpy arrays.
+
+    Notes
+    -----
+    {nan_rule}
+
+    Examples
+    --------
+    >>> dc.median_filter(np.array([3.0, 1, 4, 1, 5, 9, 2, 6]), 3).tolist()
+    [3.0, 3.0, 1.0, 4.0, 5.0, 5.0, 6.0, 6.0]
+    >>> dc.median_filter(np.array([[1, 5, 2], [7, 3, 9], [4, 8, 6]]), 3).tolist()
+    [[3, 3, 3], [4, 5, 6], [4, 6, 6]]
+    >>> z = np.array([1.0, np.nan, 3, 4, 5])
+    >>> dc.median_filter(z, 3).tolist(), dc.median_filter(z, 3, nan_policy="omit").tolist()
+    ([nan, nan, nan, 4.0, 5.0], [1.0, 3.0, 4.0, 4.0, 5.0])
+    """
     return _rank_filter(x, size, footprint, mode, cval, origin, axes, output, Pick("median"),
                         "distconv-median", allow_rechunk, nan_policy)
 
 
+@docs.fill
 def percentile_filter(x, percentile, size=None, footprint=None, mode="reflect", cval=0.0,
                       origin=0, *, axes=None, output=None, nan_policy="propagate", allow_rechunk=True):
-    """The ``percentile`` (-100..100) over a box or footprint (scipy's percentile_filter)."""
+    """Multidimensional percentile filter, as scipy.ndimage.percentile_filter.
+
+    The given percentile of each element's window, a box (``size``) or any ``footprint``: the
+    value of rank ``int(n * percentile / 100)`` among the window's n values (scipy's rule, no
+    interpolation). Without NaN the numbers are scipy.ndimage.percentile_filter's for every
+    chunking and device; NaN follows numpy's rule (see Notes).
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32 or float64 data.
+    percentile : float
+        From 0 to 100, or -100 to 0 counted as ``100 + percentile``.
+    {size}
+    {footprint}
+    {mode}
+    {cval}
+    {origin}
+    {axes}
+    {output}
+    {nan_policy_rank}
+    {allow_rechunk}
+
+    Returns
+    -------
+    {returns_filter}
+
+    Raises
+    ------
+    ValueError
+        {raises_value}
+        Also a ``percentile`` outside [-100, 100], neither ``size`` nor ``footprint``, a
+        ``size`` below 1, a footprint that selects nothing, or a sequence of modes.
+    TypeError
+        {raises_type}
+
+    See Also
+    --------
+    rank_filter, median_filter
+    scipy.ndimage.percentile_filter : The reference on numpy arrays.
+
+    Notes
+    -----
+    {nan_rule}
+
+    Examples
+    --------
+    >>> y = np.array([3.0, 1, 4, 1, 5, 9, 2, 6])
+    >>> dc.percentile_filter(y, 50, 3).tolist()
+    [3.0, 3.0, 1.0, 4.0, 5.0, 5.0, 6.0, 6.0]
+    >>> dc.percentile_filter(y, 20, 5).tolist()
+    [1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 5.0, 2.0]
+    """
     p = checks.real(percentile, "percentile")
     if p < 0:
         p += 100.0
