@@ -20,6 +20,9 @@ import xarray as xr
 
 @xr.register_dataarray_accessor("distconv")
 class DataArrayAccessor:
+    """``da.distconv``: distconv's ops on a DataArray by dim names (dims, coords, attrs and
+    name kept; lazy on dask-backed data, on the GPU for cupy-backed data)."""
+
     def __init__(self, obj: xr.DataArray):
         self._obj = obj
         _attach_methods()
@@ -53,7 +56,46 @@ def _dataset_method(func):
 
 
 def _to_zarr(self, path, *, overwrite=False, client=None):
-    """Write to a new Zarr store through distconv's engine (ops/stores.py: dc.to_zarr)."""
+    """Write the DataArray or Dataset to a new Zarr store, through distconv's engine.
+
+    ``da.distconv.to_zarr(path)`` is ``dc.to_zarr(da, path)``: a lazy result of distconv
+    stencils (and a final scan) over data read whole from Zarr (``xr.open_zarr``) runs on the
+    engine, one task per block from read to write; anything else is written by dask. The
+    store is a Zarr v3 dataset with the coordinates and attrs, which ``xr.open_zarr`` reads.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The new store: a local folder or a URL that fsspec knows (``s3://...``).
+    overwrite : bool, optional
+        Replace a store distconv wrote there; anything else there is never deleted.
+    client : distributed.Client, optional
+        The cluster to run on (default: the current client, if any; else dask's threads).
+
+    Returns
+    -------
+    report : dict
+        ``{"path": "engine" | "general", "why": reason or None, "tasks": n, "seconds": s}``;
+        from a Dataset, one such dict per data variable.
+
+    Raises
+    ------
+    OutputError
+        (a ValueError) ``path`` holds something distconv did not write, or a finished
+        output without ``overwrite=True``; nothing is touched then.
+
+    See Also
+    --------
+    distconv.to_zarr : The same for any array.
+
+    Examples
+    --------
+    >>> da = xr.DataArray(np.arange(6).reshape(2, 3), dims=("y", "x"), name="t")
+    >>> da.distconv.to_zarr("t.zarr")["path"]
+    'general'
+    >>> xr.open_zarr("t.zarr")["t"].values.tolist()
+    [[0, 1, 2], [3, 4, 5]]
+    """
     from .ops import stores
 
     return stores.to_zarr(self._obj, path, overwrite=overwrite, client=client)

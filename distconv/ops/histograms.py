@@ -14,6 +14,7 @@ from .. import backends
 from ..core import checks
 from ..core.arrays import array_module, to_host
 from ..graph.merge import FAN_IN
+from . import docs
 from .reductions import max as _max
 from .reductions import min as _min
 
@@ -131,12 +132,69 @@ def _counts(func, arrays, shape, weighted, bins=None):
     return func(*arrays)
 
 
+@docs.fill
 def histogram(x, bins=10, range=None, weights=None, density=False):  # noqa: A002
-    """numpy.histogram: returns (hist, edges). dask in -> lazy hist, numpy edges.
+    """Histogram of an array's values, as numpy.histogram.
 
-    Integer counts are exact and deterministic; weighted sums accumulate in float64 (on the
-    GPU with atomics, so their last bits may vary between runs) and come back in the weights'
-    dtype, as numpy's do.
+    numpy's semantics: ``bins`` equal bins over ``range`` (or the given edges), every bin
+    half-open but the last, which holds its right edge; values outside the range are dropped.
+    Where numpy refuses NaN or inf in data without a ``range``, distconv takes the range from
+    the finite values and leaves the others out (they fall in no bin). Integer counts are
+    exact and the same for every chunking; weighted sums accumulate in float64 (on a GPU with
+    atomics, so their last bits may vary between runs) and come back in the weights' dtype,
+    as numpy's do.
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32 or float64 data, of any shape (every value counts).
+    bins : int or sequence of scalars, optional
+        The number of equal bins (default 10), or the bin edges, increasing.
+    range : (float, float), optional
+        The lower and upper edge of the equal bins. Default: the data's finite minimum and
+        maximum (a first pass over the data, which a dask input computes at once, with a
+        warning; pass ``range`` to stay lazy).
+    weights : array_like, optional
+        A weight for each value of ``x`` (same shape), summed instead of counting 1.
+    density : bool, optional
+        True: the counts divided by their total and the bin widths, so the histogram
+        integrates to 1. Default False.
+
+    Returns
+    -------
+    hist : ndarray, cupy.ndarray or dask.array.Array
+        The counts per bin: int64 (float64 for ``density``; the weights' dtype with
+        ``weights``). Of the data's kind (an xarray input gives its data's kind; the
+        accessor's ``histogram`` gives a DataArray); lazy for a dask input.
+    bin_edges : ndarray
+        The ``len(hist) + 1`` edges, a numpy array for every input kind.
+
+    Raises
+    ------
+    ValueError
+        ``bins`` below 1, or edges not increasing or fewer than 2; a ``range`` that is not a
+        finite (min, max) pair with min <= max; no finite value to take a range from;
+        ``weights`` of another shape than ``x``.
+    TypeError
+        ``x`` of a dtype distconv does not process (complex, float16, object, strings), or
+        ``bins`` neither an integer nor edges.
+
+    See Also
+    --------
+    histogram2d : Of pairs of values.
+    bincount : Counts of non-negative integers.
+    numpy.histogram : The reference on numpy arrays.
+
+    Examples
+    --------
+    >>> hist, edges = dc.histogram(np.array([1, 2, 2, 3, 3, 3]), bins=3)
+    >>> hist.tolist(), edges.round(3).tolist()
+    ([1, 2, 3], [1.0, 1.667, 2.333, 3.0])
+    >>> dc.histogram(np.array([0.5, 1.5, np.nan, 9.0]), bins=[0, 1, 2])[0].tolist()
+    [1, 1]
+    >>> w = np.array([1.0, 0.5, 0.5, 2])
+    >>> dc.histogram(np.array([1, 2, 2, 3]), bins=2, range=(0, 4), weights=w)[0].tolist()
+    [1.0, 3.0]
     """
     x = _data(x)
     w = _check_weights(weights, x)
@@ -217,8 +275,51 @@ def _slices_block(xb, wb=None, *, nkeep, edges, uniform):
     return out.reshape(kshape + (1,) * (xb.ndim - nkeep) + (nbins,))
 
 
+@docs.fill
 def bincount(x, weights=None, minlength=0):
-    """numpy.bincount of non-negative integers (a first max pass sizes the output)."""
+    """Count the occurrences of each non-negative integer, as numpy.bincount.
+
+    ``out[i]`` is the number of times ``i`` occurs in ``x`` (or the sum of the weights where it
+    does). The output's length is ``max(x) + 1`` (at least ``minlength``), which takes a first
+    pass over the data: a dask input computes it at once, with a warning. Integer counts are
+    exact and the same for every chunking.
+
+    Parameters
+    ----------
+    x : array_like
+        1-D non-negative integers (or bools): a numpy, cupy, dask or xarray array.
+    weights : array_like, optional
+        A weight for each value of ``x`` (same shape); sums in float64.
+    minlength : int, optional
+        The output's least length. Default 0.
+
+    Returns
+    -------
+    out : ndarray, cupy.ndarray or dask.array.Array
+        int64 counts (float64 sums with ``weights``), of the data's kind.
+
+    Raises
+    ------
+    ValueError
+        ``x`` not 1-D or holding a negative value, a negative ``minlength``, or ``weights``
+        of another shape than ``x``.
+    TypeError
+        ``x`` not of integers (or bools), or a non-integer ``minlength``.
+
+    See Also
+    --------
+    histogram : Counts in bins of any values.
+    numpy.bincount : The reference on numpy arrays.
+
+    Examples
+    --------
+    >>> dc.bincount(np.array([0, 1, 1, 3])).tolist()
+    [1, 2, 0, 1]
+    >>> dc.bincount(np.array([0, 1, 1, 3]), minlength=6).tolist()
+    [1, 2, 0, 1, 0, 0]
+    >>> dc.bincount(np.array([0, 1, 1]), weights=np.array([0.5, 1, 2])).tolist()
+    [0.5, 3.0]
+    """
     x = _data(x)
     if x.ndim != 1:
         raise ValueError(f"x must be 1-D for bincount, got {x.ndim} dimensions")
@@ -245,8 +346,60 @@ def _bincount_block(xb, wb=None, *, nbins):
     return backends.bincount(xb, nbins, wb)
 
 
+@docs.fill
 def histogram2d(x, y, bins=10, range=None, weights=None, density=False):  # noqa: A002
-    """numpy.histogram2d: returns (H, xedges, yedges); H is float64 as numpy's."""
+    """Two-dimensional histogram of pairs of values, as numpy.histogram2d.
+
+    ``H[i, j]`` counts the pairs ``(x[k], y[k])`` with ``x[k]`` in x-bin i and ``y[k]`` in
+    y-bin j, numpy's bins (the last of each axis closed); without a ``range`` each axis's
+    comes from its finite values (NaN and inf fall in no bin). Counts are exact and the same
+    for every chunking.
+
+    Parameters
+    ----------
+    x, y : array_like
+        1-D arrays of one length (numpy, cupy, dask or xarray): the pairs' coordinates.
+    bins : int, array_like or [int, int] or [array, array], optional
+        The number of bins for both axes (default 10), the edges for both, or one of either
+        per axis.
+    range : [[xmin, xmax], [ymin, ymax]], optional
+        The outer edges per axis (default: the data's finite minimum and maximum, a first
+        pass over the data, which a dask input computes at once).
+    weights : array_like, optional
+        A weight for each pair (the shape of ``x``), summed instead of counting 1.
+    density : bool, optional
+        True: the counts divided by their total and the bin areas. Default False.
+
+    Returns
+    -------
+    H : ndarray, cupy.ndarray or dask.array.Array
+        float64 counts, shape ``(nx, ny)``, of the data's kind (lazy for dask).
+    xedges, yedges : ndarray
+        The bin edges along each axis (numpy arrays).
+
+    Raises
+    ------
+    ValueError
+        ``x`` and ``y`` not 1-D of one length, ``bins`` below 1 or edges not increasing, a
+        ``range`` that is not a pair of finite (min, max) pairs, or ``weights`` of another
+        shape than ``x``.
+    TypeError
+        ``x`` or ``y`` of a dtype distconv does not process (complex, float16, object,
+        strings).
+
+    See Also
+    --------
+    histogram : Of one array's values.
+    numpy.histogram2d : The reference on numpy arrays.
+
+    Examples
+    --------
+    >>> H, xe, ye = dc.histogram2d(np.array([0.0, 1, 1, 2]), np.array([0.0, 0, 1, 2]), bins=2)
+    >>> H.tolist()
+    [[1.0, 0.0], [1.0, 2.0]]
+    >>> xe.tolist(), ye.tolist()
+    ([0.0, 1.0, 2.0], [0.0, 1.0, 2.0])
+    """
     x, y = _data(x, "x"), _data(y, "y")
     if x.ndim != 1 or y.ndim != 1 or x.shape != y.shape:
         raise ValueError(f"x and y must be 1-D of one length, got shapes {x.shape} and {y.shape}")

@@ -11,6 +11,7 @@ import numpy as np
 from .. import backends
 from ..core import checks
 from ..core.arrays import to_host
+from . import docs
 
 
 def _descriptors(X, centroids=None):
@@ -36,11 +37,48 @@ def _rows(X):
     return X if X.numblocks[1] == 1 else X.rechunk({1: -1})
 
 
+@docs.fill
 def kmeans_assign(X, centroids):
-    """int32 index of the nearest centroid for each row of X (n, d).
+    """Label each row of X with the index of its nearest centroid (k-means assignment).
 
-    The GPU path works in float32 and equals a float64 brute-force argmin except where the two
-    best distances tie within float32 rounding. Rows with NaN get an unspecified label."""
+    The nearest by Euclidean distance. On a dask array each chunk of rows is labelled where it
+    lives (the centroids travel with the task). The GPU path works
+    in float32 and equals a float64 brute-force argmin except where the two best distances tie
+    within float32 rounding. Rows holding NaN get an unspecified label.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        The descriptors, one per row: a numpy, cupy, dask or xarray array of bools, integers,
+        float32 or float64.
+    centroids : array_like, shape (K, d)
+        The K centres (finite numbers), numpy or cupy.
+
+    Returns
+    -------
+    labels : ndarray, cupy.ndarray or dask.array.Array
+        int32, shape (n,), of X's kind (an xarray input gives its data's kind); lazy for dask.
+
+    Raises
+    ------
+    ValueError
+        X not 2-D, centroids not 2-D with at least one row, of another width than X, or not
+        finite.
+    TypeError
+        X of a dtype distconv does not process (complex, float16, object, strings).
+
+    See Also
+    --------
+    KMeans : Fits the centroids.
+    bovw_histogram : Counts the labels per group.
+    scipy.cluster.vq.vq : The same assignment on numpy arrays.
+
+    Examples
+    --------
+    >>> X = np.array([[0.0, 0], [0, 1], [10, 10], [9, 10]])
+    >>> dc.kmeans_assign(X, np.array([[0.0, 0], [10, 10]]))
+    array([0, 0, 1, 1], dtype=int32)
+    """
     X, C = _descriptors(X, centroids)
     if checks.array_kind(X) == "dask":
         from ..graph.blockwise import map_rows
@@ -49,10 +87,52 @@ def kmeans_assign(X, centroids):
     return backends.kmeans_assign(X, C)
 
 
+@docs.fill
 def bovw_histogram(X, centroids, groups=None, n_groups=None):
-    """(n_groups, K) int64: how many of each group's descriptors fall to each centroid.
+    """Bag-of-visual-words histogram: per group, how many descriptors fall to each centroid.
 
-    ``groups`` gives each descriptor's image id (0 <= id < n_groups); None puts all in one group.
+    Each row of X is assigned its nearest centroid (:func:`kmeans_assign`) and counted in its
+    group's row, without the labels ever being stored. Counts are exact integers, the same for
+    every chunking (a dask input's chunks are counted where they live and merged as a tree).
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        The descriptors, one per row: a numpy, cupy, dask or xarray array of bools, integers,
+        float32 or float64.
+    centroids : array_like, shape (K, d)
+        The K visual words (finite numbers), numpy or cupy.
+    groups : array_like of int, shape (n,), optional
+        Each descriptor's group (an image id, 0 <= id < n_groups). None (default): one group.
+    n_groups : int, optional
+        The number of groups (default: the largest id + 1, which a dask ``groups`` computes).
+
+    Returns
+    -------
+    counts : ndarray, cupy.ndarray or dask.array.Array
+        int64, shape (n_groups, K), of X's kind.
+
+    Raises
+    ------
+    ValueError
+        X not 2-D; centroids not 2-D with at least one row, of another width than X, or not
+        finite; ``groups`` of another length than X.
+    TypeError
+        X of a dtype distconv does not process, or ``groups`` not integers.
+
+    See Also
+    --------
+    kmeans_assign : The labels themselves.
+    KMeans : Fits the centroids.
+
+    Examples
+    --------
+    >>> X = np.array([[0.0, 0], [0, 1], [10, 10], [9, 10]])
+    >>> words = np.array([[0.0, 0], [10, 10]])
+    >>> dc.bovw_histogram(X, words).tolist()
+    [[2, 2]]
+    >>> dc.bovw_histogram(X, words, groups=np.array([0, 0, 2, 2])).tolist()
+    [[2, 0], [0, 0], [0, 2]]
     """
     X, C = _descriptors(X, centroids)
     if groups is not None:
@@ -79,11 +159,60 @@ def bovw_histogram(X, centroids, groups=None, n_groups=None):
 
 
 class KMeans:
-    """Lloyd's k-means on numpy, cupy or dask descriptors (distributed on dask).
+    """K-means clustering by Lloyd's algorithm, distributed over dask chunks.
 
-    fit(X) sets cluster_centers_ (K, d), labels_ (numpy/cupy input), inertia_, n_iter_.
-    Stops when the squared centre shift falls under tol x the mean feature variance.
-    Empty clusters keep their previous centre.
+    Each iteration assigns every row its nearest centre and moves each centre to the mean of
+    its rows; on a dask input every chunk's worker computes its partial sums where the chunk
+    lives and the partials merge as a tree, so only K x d numbers travel. Iteration stops when
+    the squared shift of the centres falls under ``tol`` times the mean feature variance (as
+    scikit-learn's), or after ``max_iter`` iterations. An empty cluster keeps its centre.
+
+    Parameters
+    ----------
+    n_clusters : int, optional
+        K, the number of clusters. Default 8.
+    init : {'k-means++', 'random'} or array_like of shape (K, d), optional
+        The first centres: greedy k-means++ (as scikit-learn's) or K rows drawn at random,
+        both from a sample of at most max(20 K, 10000) rows; or the centres themselves.
+    max_iter : int, optional
+        The most iterations. Default 300.
+    tol : float, optional
+        The relative shift below which the fit has converged. Default 1e-4.
+    seed : int or None, optional
+        The seed of the initial draw (None: a fresh one).
+
+    Attributes
+    ----------
+    cluster_centers_ : ndarray, shape (K, d)
+        The centres (float64, numpy), set by :meth:`fit`.
+    labels_ : ndarray or cupy.ndarray, shape (n,)
+        Each row's cluster (int32), for a numpy or cupy input; not set for dask (call
+        :meth:`predict` or :func:`kmeans_assign`, lazily).
+    inertia_ : float
+        The sum of squared distances of the rows to their centres.
+    n_iter_ : int
+        The iterations run.
+
+    Raises
+    ------
+    ValueError
+        ``n_clusters`` below 1, or ``init`` neither a known name nor a 2-D array.
+
+    See Also
+    --------
+    kmeans_assign, bovw_histogram
+    sklearn.cluster.KMeans : The same algorithm on one machine.
+
+    Examples
+    --------
+    >>> X = np.array([[0.0, 0], [0, 1], [10, 10], [9, 10]])
+    >>> km = dc.KMeans(2, init=np.array([[0.0, 0], [10, 10]])).fit(X)
+    >>> km.cluster_centers_.tolist()
+    [[0.0, 0.5], [9.5, 10.0]]
+    >>> km.labels_.tolist(), km.inertia_
+    ([0, 0, 1, 1], 1.0)
+    >>> km.predict(np.array([[1.0, 1], [8, 8]])).tolist()
+    [0, 1]
     """
 
     def __init__(self, n_clusters=8, init="k-means++", max_iter=300, tol=1e-4, seed=None):
@@ -109,6 +238,36 @@ class KMeans:
         return _kmeans_plus_plus(sample, self.n_clusters, rng)
 
     def fit(self, X):
+        """Fit the centres to the rows of X.
+
+        Parameters
+        ----------
+        X : array_like, shape (n, d)
+            The descriptors, one per row: a numpy, cupy, dask or xarray array of bools,
+            integers, float32 or float64, with at least ``n_clusters`` rows. A dask input is
+            persisted on the cluster for the iterations.
+
+        Returns
+        -------
+        self : KMeans
+            Fitted: ``cluster_centers_``, ``inertia_``, ``n_iter_`` and, for a numpy or cupy
+            input, ``labels_``.
+
+        Raises
+        ------
+        ValueError
+            X not 2-D, with fewer rows than ``n_clusters``, or an ``init`` array of another
+            shape than (n_clusters, d).
+        TypeError
+            X of a dtype distconv does not process (complex, float16, object, strings).
+
+        Examples
+        --------
+        >>> X = np.array([[0.0, 0], [0, 2], [10, 10], [10, 12]])
+        >>> km = dc.KMeans(2, seed=0).fit(X)
+        >>> sorted(km.cluster_centers_.tolist()), km.inertia_
+        ([[0.0, 1.0], [10.0, 11.0]], 4.0)
+        """
         X, _ = _descriptors(X)
         if X.shape[0] < self.n_clusters:
             raise ValueError(f"X has {X.shape[0]} rows, fewer than n_clusters={self.n_clusters}")
@@ -134,6 +293,32 @@ class KMeans:
         return self
 
     def predict(self, X):
+        """The nearest fitted centre of each row of X (:func:`kmeans_assign` with
+        ``cluster_centers_``).
+
+        Parameters
+        ----------
+        X : array_like, shape (n, d)
+            The descriptors: a numpy, cupy, dask or xarray array, as wide as the centres.
+
+        Returns
+        -------
+        labels : ndarray, cupy.ndarray or dask.array.Array
+            int32, shape (n,), of X's kind; lazy for dask.
+
+        Raises
+        ------
+        AttributeError
+            The model is not fitted yet.
+        ValueError
+            X not 2-D, or of another width than the centres.
+
+        Examples
+        --------
+        >>> km = dc.KMeans(2, init=np.array([[0.0, 0], [10, 10]])).fit(np.array([[0.0, 0], [10, 10]]))
+        >>> km.predict(np.array([[1.0, 1], [8, 8], [4, 4]])).tolist()
+        [0, 1, 0]
+        """
         return kmeans_assign(X, self.cluster_centers_)
 
 

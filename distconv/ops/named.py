@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from . import histograms, scans, stencils
+from . import docs, histograms, scans, stencils
 from .named_filters import (  # noqa: F401 - the filters by dim names, listed with the other ops
     correlate, convolve, correlate1d, convolve1d, gaussian_filter, gaussian_filter1d,
     uniform_filter, uniform_filter1d, sobel, prewitt, gaussian_laplace, gaussian_gradient_magnitude,
@@ -64,10 +64,58 @@ def _spacing(da: xr.DataArray, dim: str, accuracy: int, order: int, datetime_uni
     return None
 
 
+@docs.fill
 def derivative(obj, dim, order=1, accuracy=2, spacing=None, mode="nearest", datetime_unit=None):
-    """d^order/d dim^order; spacing from the coordinate unless given (a time coordinate in
-    ``datetime_unit``, seconds by default); integer data gives floats. ``spacing``, ``mode``:
-    one value, or {dim: value}."""
+    """Derivative along a named dim by central finite differences, spacing from its coordinate.
+
+    ``da.distconv.derivative(dim)``: :func:`distconv.derivative` along ``dim``, the grid step
+    taken from ``dim``'s coordinate unless ``spacing`` is given (a time coordinate counts in
+    ``datetime_unit``). A non-uniform coordinate takes ``DataArray.differentiate``'s
+    second-order scheme (order 1, accuracy 2 only). The units attribute becomes the data's
+    over the coordinate's (``K / m``), or is dropped where a unit is unknown; integer data
+    gives float64.
+
+    Parameters
+    ----------
+    dim : str
+        The dim to differentiate along.
+    order : int, optional
+        The derivative's order, 1 or more. Default 1.
+    accuracy : int, optional
+        The order of the error, an even integer from 2. Default 2.
+    spacing : float or dict {dim: float}, optional
+        The grid step; None (default) takes it from the coordinate of ``dim``.
+    mode : str or dict {dim: str}, optional
+        The boundary mode. Default 'nearest'.
+        {mode_names}
+    datetime_unit : {'W', 'D', 'h', 'm', 's', 'ms', 'us', 'ns'}, optional
+        The unit of a time coordinate's step. Default 's'.
+
+    Returns
+    -------
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        ``dim`` not a dim of the array, no coordinate to take the spacing from, a
+        coordinate that is not monotonic, a non-uniform coordinate with ``order`` or
+        ``accuracy`` above what it allows, an unknown ``datetime_unit``, or any error of
+        :func:`distconv.derivative`.
+
+    See Also
+    --------
+    distconv.derivative : On arrays, by axis.
+    xarray.DataArray.differentiate : Second-order differences, one-sided at the edges.
+
+    Examples
+    --------
+    >>> x = xr.DataArray([0.0, 0.5, 1.0, 1.5, 2.0], dims="x", attrs={"units": "m"})
+    >>> t = xr.DataArray([0.0, 1, 4, 9, 16], dims="x", coords={"x": x}, attrs={"units": "K"})
+    >>> d = t.distconv.derivative("x")
+    >>> d.values.tolist(), d.attrs["units"]
+    ([1.0, 4.0, 8.0, 12.0, 7.0], 'K / m')
+    """
     one = Dims.given(obj, (dim,), "dim")
     mode = one.one_mode(mode, fill="nearest")
     h = one.one(spacing, "spacing")
@@ -106,11 +154,56 @@ def _with_units(out, obj, per: dict, datetime_unit=None, given_spacing=False):
     return out
 
 
+@docs.fill
 def laplace(obj, dims=None, accuracy=2, spacing=None, mode="nearest", datetime_unit=None):
-    """Laplacian over ``dims`` (default: all), spacings from the coordinates unless given.
-    ``spacing`` and ``mode``: one value, a list with one per entry of ``dims``, or
-    {dim: value}; dims with their own modes (a periodic longitude, a bounded latitude) run
-    as a sum of second derivatives."""
+    """Laplacian over named dims by central finite differences, spacings from their coordinates.
+
+    ``da.distconv.laplace(dims)``: the sum over ``dims`` of second derivatives
+    (:func:`distconv.laplace` over every dim when they share one mode, else a sum of
+    :func:`distconv.derivative`), each dim's step taken from its coordinate unless
+    ``spacing`` is given. Dims may have their own modes (a periodic longitude 'wrap', a
+    bounded latitude 'nearest'). The units attribute becomes ``units / u^2`` when every dim's
+    coordinate has the one unit u, else it is dropped.
+
+    Parameters
+    ----------
+    dims : sequence of str, optional
+        The dims to sum over (default: every dim).
+    accuracy : int, optional
+        The order of the error, an even integer from 2. Default 2.
+    spacing : float, sequence of float or dict {dim: float}, optional
+        The grid steps: one for every dim, one per entry of ``dims``, or ``{dim: step}``;
+        None (default) takes each from its coordinate, which must be uniform.
+    mode : str, sequence of str or dict {dim: str}, optional
+        One mode for every dim, one per entry of ``dims``, or ``{dim: mode}``. Default
+        'nearest'.
+        {mode_names}
+    datetime_unit : {'W', 'D', 'h', 'm', 's', 'ms', 'us', 'ns'}, optional
+        The unit of a time coordinate's step. Default 's'.
+
+    Returns
+    -------
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        A dim that is not one of the array's, no coordinate to take a spacing from, a
+        non-uniform coordinate, or any error of :func:`distconv.laplace`.
+    TypeError
+        ``dims`` given as a string (write ``dims=["x"]``).
+
+    See Also
+    --------
+    distconv.laplace : On arrays, by axes.
+    derivative : One derivative along one dim.
+
+    Examples
+    --------
+    >>> da = xr.DataArray(np.arange(12).reshape(3, 4) ** 2, dims=("y", "x"))
+    >>> da.distconv.laplace(["x"], spacing=1.0).values.tolist()[0]
+    [1.0, 2.0, 2.0, -5.0]
+    """
     if isinstance(dims, str):
         raise TypeError(f"dims must be a list of dimension names, got the string {dims!r}: write "
                         f"dims=[{dims!r}]")
@@ -138,18 +231,134 @@ def _laplace_units(out, obj, dims, datetime_unit=None, given_spacing=False):
     return out
 
 
+@docs.fill
 def scan(obj, dim, op="add", exclusive=False, dtype=None, skipna=False):
+    """Inclusive or exclusive prefix scan along a named dim.
+
+    ``da.distconv.scan(dim, op)``: :func:`distconv.scan` along ``dim`` (numpy's dtype rules;
+    on dask-backed data, chunk totals, their scan and one seeded pass per chunk).
+
+    Parameters
+    ----------
+    dim : str
+        The dim to scan along.
+    op : {'add', 'mul', 'min', 'max'}, optional
+        The operation. Default 'add'.
+    exclusive : bool, optional
+        False (default): element i holds the scan of elements 0..i; True: of 0..i-1.
+    dtype : dtype, optional
+        The result's dtype (default numpy's: add and mul widen small integers).
+    skipna : bool, optional
+        True: NaN counts as the op's identity. Default False: NaN propagates.
+
+    Returns
+    -------
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        ``dim`` not a dim of the array, or an unknown ``op``.
+    TypeError
+        Data of a dtype distconv does not process (complex, float16, object, strings), or
+        a ``dtype`` that cannot hold the result.
+
+    See Also
+    --------
+    distconv.scan : On arrays, by axis.
+    cumsum, cumprod, cummin, cummax
+
+    Examples
+    --------
+    >>> da = xr.DataArray(np.arange(12).reshape(3, 4), dims=("y", "x"))
+    >>> da.distconv.scan("x", exclusive=True).values.tolist()
+    [[0, 0, 1, 3], [0, 4, 9, 15], [0, 8, 17, 27]]
+    """
     return scans.scan(obj, op, axis_of(obj, dim), exclusive, dtype, skipna)
 
 
+@docs.fill
 def cumsum(obj, dim, dtype=None, skipna=None):
-    """Cumulative sum along ``dim``; ``skipna`` (default: for float data) as
-    DataArray.cumsum: NaN adds nothing (a NaN position holds the running sum)."""
+    """Cumulative sum along a named dim, as DataArray.cumsum.
+
+    ``da.distconv.cumsum(dim)``: :func:`distconv.cumsum` along ``dim``, NaN skipped in float
+    data by default, as xarray's: a NaN position holds the running sum.
+
+    Parameters
+    ----------
+    dim : str
+        The dim to sum along.
+    dtype : dtype, optional
+        The result's dtype (default numpy's: small integers widen).
+    skipna : bool, optional
+        Skip NaN (default: True for float data, as xarray's); False propagates it.
+
+    Returns
+    -------
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        ``dim`` not a dim of the array.
+    TypeError
+        Data of a dtype distconv does not process (complex, float16, object, strings).
+
+    See Also
+    --------
+    distconv.cumsum : On arrays, by axis.
+    xarray.DataArray.cumsum : xarray's own.
+
+    Examples
+    --------
+    >>> da = xr.DataArray(np.arange(12).reshape(3, 4), dims=("y", "x"))
+    >>> da.distconv.cumsum("y").values.tolist()
+    [[0, 1, 2, 3], [4, 6, 8, 10], [12, 15, 18, 21]]
+    >>> f = xr.DataArray([1.0, np.nan, 2.0], dims="t")
+    >>> f.distconv.cumsum("t").values.tolist(), f.distconv.cumsum("t", skipna=False).values.tolist()
+    ([1.0, 1.0, 3.0], [1.0, nan, nan])
+    """
     return scan(obj, dim, "add", dtype=dtype, skipna=_skips(obj, skipna))
 
 
+@docs.fill
 def cumprod(obj, dim, dtype=None, skipna=None):
-    """Cumulative product along ``dim``; ``skipna`` as DataArray.cumprod (NaN multiplies by 1)."""
+    """Cumulative product along a named dim, as DataArray.cumprod.
+
+    ``da.distconv.cumprod(dim)``: :func:`distconv.cumprod` along ``dim``, NaN skipped in float
+    data by default, as xarray's (it multiplies by 1).
+
+    Parameters
+    ----------
+    dim : str
+        The dim to multiply along.
+    dtype : dtype, optional
+        The result's dtype (default numpy's: small integers widen).
+    skipna : bool, optional
+        Skip NaN (default: True for float data, as xarray's); False propagates it.
+
+    Returns
+    -------
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        ``dim`` not a dim of the array.
+    TypeError
+        Data of a dtype distconv does not process (complex, float16, object, strings).
+
+    See Also
+    --------
+    distconv.cumprod : On arrays, by axis.
+    xarray.DataArray.cumprod : xarray's own.
+
+    Examples
+    --------
+    >>> da = xr.DataArray([[1, 2, 3], [4, 5, 6]], dims=("y", "x"))
+    >>> da.distconv.cumprod("x").values.tolist()
+    [[1, 2, 6], [4, 20, 120]]
+    """
     return scan(obj, dim, "mul", dtype=dtype, skipna=_skips(obj, skipna))
 
 
@@ -158,19 +367,126 @@ def _skips(obj, skipna) -> bool:
     return bool(obj.dtype.kind in "fc" if skipna is None else skipna)
 
 
+@docs.fill
 def cummin(obj, dim):
+    """Cumulative minimum along a named dim.
+
+    ``da.distconv.cummin(dim)``: :func:`distconv.cummin` along ``dim``; NaN propagates.
+
+    Parameters
+    ----------
+    dim : str
+        The dim to scan along.
+
+    Returns
+    -------
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        ``dim`` not a dim of the array.
+    TypeError
+        Data of a dtype distconv does not process (complex, float16, object, strings).
+
+    See Also
+    --------
+    distconv.cummin : On arrays, by axis.
+
+    Examples
+    --------
+    >>> xr.DataArray([3, 1, 2, 0], dims="t").distconv.cummin("t").values.tolist()
+    [3, 1, 1, 0]
+    """
     return scan(obj, dim, "min")
 
 
+@docs.fill
 def cummax(obj, dim):
+    """Cumulative maximum along a named dim.
+
+    ``da.distconv.cummax(dim)``: :func:`distconv.cummax` along ``dim``; NaN propagates.
+
+    Parameters
+    ----------
+    dim : str
+        The dim to scan along.
+
+    Returns
+    -------
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        ``dim`` not a dim of the array.
+    TypeError
+        Data of a dtype distconv does not process (complex, float16, object, strings).
+
+    See Also
+    --------
+    distconv.cummax : On arrays, by axis.
+
+    Examples
+    --------
+    >>> xr.DataArray([1, 3, 2, 4], dims="t").distconv.cummax("t").values.tolist()
+    [1, 3, 3, 4]
+    """
     return scan(obj, dim, "max")
 
 
+@docs.fill
 def histogram(obj, bins=10, range=None, weights=None, density=False, dims=None):  # noqa: A002
-    """Histogram over ``dims`` (default: all) -> DataArray on dim 'bin' (plus the other
-    dims), with bin centres and edges as coordinates. ``weights``: an array of the data's
-    shape, or a DataArray that broadcasts against it (cos(lat) weights over lat alone). One set
-    of edges serves every slice; per-slice counts are one task per chunk and a tree merge."""
+    """Histogram over named dims, as numpy.histogram, as a DataArray on a 'bin' dim.
+
+    ``da.distconv.histogram(bins)``: :func:`distconv.histogram` of the values along ``dims``
+    (default: every dim), one histogram per slice along the other dims, all with one set of
+    edges (``range``, or the whole data's finite minimum and maximum). On dask-backed data the
+    counts are one task per chunk and a tree merge.
+
+    Parameters
+    ----------
+    bins : int or sequence of scalars, optional
+        The number of equal bins (default 10), or the bin edges, increasing.
+    range : (float, float), optional
+        The lower and upper edge of the equal bins (default: the data's finite minimum and
+        maximum, a first pass over the data).
+    weights : array_like or xarray.DataArray, optional
+        A weight per value: an array of the data's shape, or a DataArray that broadcasts
+        against it (``cos(lat)`` over lat alone).
+    density : bool, optional
+        True: each histogram divided by its total and the bin widths. Default False.
+    dims : sequence of str, optional
+        The dims whose values are counted together (default: every dim).
+
+    Returns
+    -------
+    hist : xarray.DataArray
+        The counts on dim 'bin' after the dims not counted over, with coordinates ``bin``
+        (the centres), ``bin_left`` and ``bin_right`` (the edges); named ``<name>_histogram``;
+        the data's attrs but units, standard_name and long_name. On ``ds.distconv``, a
+        Dataset of one such histogram per data variable having the named dims (the others
+        unchanged).
+
+    Raises
+    ------
+    ValueError
+        A dim that is not one of the array's, or any error of :func:`distconv.histogram`.
+
+    See Also
+    --------
+    distconv.histogram : On arrays.
+
+    Examples
+    --------
+    >>> da = xr.DataArray(np.arange(12).reshape(3, 4), dims=("y", "x"), name="t")
+    >>> h = da.distconv.histogram(bins=3)
+    >>> h.values.tolist(), h.dims, h.name
+    ([4, 4, 4], ('bin',), 't_histogram')
+    >>> h = da.distconv.histogram(bins=2, range=(0, 12), dims=["x"])
+    >>> h.values.tolist(), h.dims, h.bin.values.tolist()
+    ([[4, 0], [2, 2], [0, 4]], ('y', 'bin'), [3.0, 9.0])
+    """
     along = Dims.every_dim(obj) if dims is None else Dims.given(obj, dims)
     w = weights
     if isinstance(weights, xr.DataArray):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from . import edges, filters, smooth
+from . import docs, edges, filters, smooth
 from . import rank as ranked
 from .per_dim import Dims, axis_of
 
@@ -37,29 +37,83 @@ def _masked(op, obj, weights, dims, mode, cval, origin):
               along.values(origin, "origin", 0), axes=along.axes)
 
 
+@docs.fill
 def correlate(obj, weights, dims, mode="reflect", cval=0.0, origin=0):
-    """N-D correlation along ``dims`` (scipy.ndimage.correlate over those axes).
+    """Correlation with a mask along named dims, as scipy.ndimage.correlate.
+
+    ``da.distconv.correlate(weights, dims)``: :func:`distconv.correlate` with the mask's axes
+    laid along ``dims``; the other dims are left alone.
 
     Parameters
     ----------
-    obj : xarray.DataArray
     weights : array_like
         The mask, one axis per entry of ``dims``, in that order.
     dims : sequence of str
-    mode, cval : str or {dim: value}
-        One for every dim of ``dims``, as scipy takes one.
-    origin : int, sequence or {dim: int}
+        The dims the mask spans.
+    {dim_one_mode}
+    {dim_cval}
+    {dim_origin}
 
     Returns
     -------
-    xarray.DataArray
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        {raises_named}
+        Also a mask with another number of axes than ``dims`` names.
+
+    See Also
+    --------
+    distconv.correlate : On arrays, by axes.
+
+    Examples
+    --------
+    >>> da = xr.DataArray(np.arange(12).reshape(3, 4), dims=("y", "x"))
+    >>> da.distconv.correlate([1, 0, -1], dims=["x"]).values.tolist()
+    [[-1, -2, -2, -1], [-1, -2, -2, -1], [-1, -2, -2, -1]]
     """
     return _masked(filters.correlate, obj, weights, dims, mode, cval, origin)
 
 
+@docs.fill
 def convolve(obj, weights, dims, mode="reflect", cval=0.0, origin=0):
-    """N-D convolution along ``dims`` (scipy.ndimage.convolve over those axes; arguments as
-    :func:`correlate`)."""
+    """Convolution with a mask along named dims, as scipy.ndimage.convolve.
+
+    ``da.distconv.convolve(weights, dims)``: :func:`distconv.convolve` with the mask's axes
+    laid along ``dims``; the other dims are left alone.
+
+    Parameters
+    ----------
+    weights : array_like
+        The mask, one axis per entry of ``dims``, in that order.
+    dims : sequence of str
+        The dims the mask spans.
+    {dim_one_mode}
+    {dim_cval}
+    {dim_origin}
+
+    Returns
+    -------
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        {raises_named}
+        Also a mask with another number of axes than ``dims`` names.
+
+    See Also
+    --------
+    distconv.convolve : On arrays, by axes.
+
+    Examples
+    --------
+    >>> da = xr.DataArray(np.arange(12).reshape(3, 4), dims=("y", "x"))
+    >>> da.distconv.convolve([1, 1], dims=["y"], mode="constant").values.tolist()
+    [[4, 6, 8, 10], [12, 14, 16, 18], [8, 9, 10, 11]]
+    """
     return _masked(filters.convolve, obj, weights, dims, mode, cval, origin)
 
 
@@ -69,33 +123,126 @@ def _along_one(obj, dim, mode, cval, origin):
     return along.axes[0], along.one_mode(mode), _cval(along, cval), along.one(origin, "origin", 0)
 
 
+@docs.fill
 def correlate1d(obj, weights, dim, mode="reflect", cval=0.0, origin=0):
-    """1-D correlation along ``dim`` (scipy.ndimage.correlate1d)."""
-    return filters.correlate1d(obj, weights, *_along_one(obj, dim, mode, cval, origin))
+    """One-dimensional correlation along a named dim, as scipy.ndimage.correlate1d.
 
-
-def convolve1d(obj, weights, dim, mode="reflect", cval=0.0, origin=0):
-    """1-D convolution along ``dim`` (scipy.ndimage.convolve1d)."""
-    return filters.convolve1d(obj, weights, *_along_one(obj, dim, mode, cval, origin))
-
-
-def gaussian_filter(obj, sigma, order=0, mode="reflect", cval=0.0, truncate=4.0, nan_policy="propagate"):
-    """Gaussian filter along the dims ``sigma`` names (scipy.ndimage.gaussian_filter).
+    ``da.distconv.correlate1d(weights, dim)``: :func:`distconv.correlate1d` along ``dim``.
 
     Parameters
     ----------
-    obj : xarray.DataArray
-    sigma : float, sequence or {dim: float}
-        One value for every dim, one per dim, or {dim: sigma} (the other dims left alone).
-    order, mode : value, sequence or {dim: value}
-        Per dim of ``sigma``, in its order; dims a dict leaves out take order 0, mode "reflect".
-    cval : float
-    truncate : float
-    nan_policy : {"propagate", "omit"}
+    weights : array_like
+        The 1-D mask.
+    dim : str
+        The dim to filter along.
+    {dim_one_mode}
+    {dim_cval}
+    origin : int or dict {dim: int}, optional
+        Where the mask sits over each element: 0 (default) centres it.
 
     Returns
     -------
-    xarray.DataArray
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        {raises_named}
+
+    See Also
+    --------
+    distconv.correlate1d : On arrays, by axis.
+
+    Examples
+    --------
+    >>> da = xr.DataArray(np.arange(12).reshape(3, 4), dims=("y", "x"))
+    >>> da.distconv.correlate1d([1, 1, 1], "y").values.tolist()
+    [[4, 7, 10, 13], [12, 15, 18, 21], [20, 23, 26, 29]]
+    """
+    return filters.correlate1d(obj, weights, *_along_one(obj, dim, mode, cval, origin))
+
+
+@docs.fill
+def convolve1d(obj, weights, dim, mode="reflect", cval=0.0, origin=0):
+    """One-dimensional convolution along a named dim, as scipy.ndimage.convolve1d.
+
+    ``da.distconv.convolve1d(weights, dim)``: :func:`distconv.convolve1d` along ``dim``.
+
+    Parameters
+    ----------
+    weights : array_like
+        The 1-D mask.
+    dim : str
+        The dim to filter along.
+    {dim_one_mode}
+    {dim_cval}
+    origin : int or dict {dim: int}, optional
+        Where the mask sits over each element: 0 (default) centres it.
+
+    Returns
+    -------
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        {raises_named}
+
+    See Also
+    --------
+    distconv.convolve1d : On arrays, by axis.
+
+    Examples
+    --------
+    >>> da = xr.DataArray(np.arange(12).reshape(3, 4), dims=("y", "x"))
+    >>> da.distconv.convolve1d([1, 0, -1], "x").values.tolist()
+    [[1, 2, 2, 1], [1, 2, 2, 1], [1, 2, 2, 1]]
+    """
+    return filters.convolve1d(obj, weights, *_along_one(obj, dim, mode, cval, origin))
+
+
+@docs.fill
+def gaussian_filter(obj, sigma, order=0, mode="reflect", cval=0.0, truncate=4.0, nan_policy="propagate"):
+    """Gaussian filter along named dims, as scipy.ndimage.gaussian_filter.
+
+    ``da.distconv.gaussian_filter(sigma)``: :func:`distconv.gaussian_filter` along the dims
+    ``sigma`` names (every dim for one value or a sequence); the other dims are left alone.
+
+    Parameters
+    ----------
+    sigma : float, sequence of float or dict {dim: float}
+        The Gaussian's standard deviation in elements: one for every dim, one per dim (in the
+        array's order), or ``{dim: sigma}`` (filtering those dims alone).
+    order : int, sequence of int or dict {dim: int}, optional
+        0 (default) smooths; 1, 2... convolve with that derivative of the Gaussian. Per dim of
+        ``sigma``, as ``sigma`` gives them; dims a dict leaves out take 0.
+    {dim_mode}
+    {dim_cval}
+    {truncate}
+    {nan_policy_smooth}
+
+    Returns
+    -------
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        {raises_named}
+
+    See Also
+    --------
+    distconv.gaussian_filter : On arrays, by axes.
+
+    Examples
+    --------
+    >>> da = xr.DataArray(np.arange(12).reshape(3, 4), dims=("y", "x"))
+    >>> da.distconv.gaussian_filter({"x": 1}).values.tolist()
+    [[0, 1, 1, 2], [4, 5, 5, 6], [8, 9, 9, 10]]
+    >>> da.astype(float).distconv.gaussian_filter({"x": 1}).round(2).values.tolist()[0]
+    [0.43, 1.06, 1.94, 2.57]
+    >>> da.distconv.gaussian_filter(1.0).dims
+    ('y', 'x')
     """
     along = Dims.of(obj, sigma, "sigma")
     return smooth.gaussian_filter(obj, along.values(sigma, "sigma"), along.values(order, "order", 0),
@@ -103,30 +250,88 @@ def gaussian_filter(obj, sigma, order=0, mode="reflect", cval=0.0, truncate=4.0,
                                   axes=along.axes, nan_policy=nan_policy)
 
 
+@docs.fill
 def gaussian_filter1d(obj, sigma, dim, order=0, mode="reflect", cval=0.0, truncate=4.0, nan_policy="propagate"):
-    """1-D Gaussian filter along ``dim`` (scipy.ndimage.gaussian_filter1d)."""
+    """One-dimensional Gaussian filter along a named dim, as scipy.ndimage.gaussian_filter1d.
+
+    ``da.distconv.gaussian_filter1d(sigma, dim)``: :func:`distconv.gaussian_filter1d` along
+    ``dim``.
+
+    Parameters
+    ----------
+    sigma : float or dict {dim: float}
+        The Gaussian's standard deviation in elements.
+    dim : str
+        The dim to filter along.
+    order : int or dict {dim: int}, optional
+        0 (default) smooths; 1, 2... convolve with that derivative of the Gaussian.
+    {dim_one_mode}
+    {dim_cval}
+    {truncate}
+    {nan_policy_smooth}
+
+    Returns
+    -------
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        {raises_named}
+
+    See Also
+    --------
+    distconv.gaussian_filter1d : On arrays, by axis.
+
+    Examples
+    --------
+    >>> da = xr.DataArray(np.arange(12).reshape(3, 4), dims=("y", "x"))
+    >>> da.distconv.gaussian_filter1d(1.0, "x").values.tolist()
+    [[0, 1, 1, 2], [4, 5, 5, 6], [8, 9, 9, 10]]
+    """
     one = Dims.given(obj, (dim,), "dim")
     return smooth.gaussian_filter1d(obj, one.one(sigma, "sigma"), one.axes[0], one.one(order, "order", 0),
                                     one.one_mode(mode), _cval(one, cval), truncate,
                                     nan_policy=nan_policy)
 
 
+@docs.fill
 def uniform_filter(obj, size=3, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
-    """Uniform filter along the dims ``size`` names (scipy.ndimage.uniform_filter).
+    """Uniform (box-mean) filter along named dims, as scipy.ndimage.uniform_filter.
+
+    ``da.distconv.uniform_filter(size)``: :func:`distconv.uniform_filter` along the dims
+    ``size`` names (every dim for one value or a sequence); the other dims are left alone.
 
     Parameters
     ----------
-    obj : xarray.DataArray
-    size : int, sequence or {dim: int}
-        One value for every dim, one per dim, or {dim: size} (the other dims left alone).
-    mode, origin : value, sequence or {dim: value}
-        Per dim of ``size``, in its order; dims a dict leaves out take "reflect", 0.
-    cval : float
-    nan_policy : {"propagate", "omit"}
+    size : int, sequence of int or dict {dim: int}, optional
+        The box: one length for every dim (default 3), one per dim (in the array's order), or
+        ``{dim: length}`` (filtering those dims alone).
+    {dim_mode}
+    {dim_cval}
+    {dim_origin}
+    {nan_policy_smooth}
 
     Returns
     -------
-    xarray.DataArray
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        {raises_named}
+
+    See Also
+    --------
+    distconv.uniform_filter : On arrays, by axes.
+
+    Examples
+    --------
+    >>> da = xr.DataArray(np.arange(12).reshape(3, 4), dims=("y", "x"))
+    >>> da.distconv.uniform_filter({"y": 3}).values.tolist()
+    [[1, 2, 3, 4], [4, 5, 6, 7], [6, 7, 8, 9]]
+    >>> da.to_dataset(name="t").distconv.uniform_filter({"y": 3})["t"].dims
+    ('y', 'x')
     """
     along = Dims.of(obj, size, "size")
     return smooth.uniform_filter(obj, along.values(size, "size"), along.modes(mode),
@@ -134,8 +339,44 @@ def uniform_filter(obj, size=3, mode="reflect", cval=0.0, origin=0, nan_policy="
                                  axes=along.axes, nan_policy=nan_policy)
 
 
+@docs.fill
 def uniform_filter1d(obj, size, dim, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
-    """1-D uniform filter along ``dim`` (scipy.ndimage.uniform_filter1d)."""
+    """One-dimensional uniform filter along a named dim, as scipy.ndimage.uniform_filter1d.
+
+    ``da.distconv.uniform_filter1d(size, dim)``: :func:`distconv.uniform_filter1d` along
+    ``dim``.
+
+    Parameters
+    ----------
+    size : int
+        The box's length.
+    dim : str
+        The dim to filter along.
+    {dim_one_mode}
+    {dim_cval}
+    origin : int or dict {dim: int}, optional
+        Where the box sits over each element: 0 (default) centres it.
+    {nan_policy_smooth}
+
+    Returns
+    -------
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        {raises_named}
+
+    See Also
+    --------
+    distconv.uniform_filter1d : On arrays, by axis.
+
+    Examples
+    --------
+    >>> da = xr.DataArray(np.arange(12).reshape(3, 4), dims=("y", "x"))
+    >>> da.distconv.uniform_filter1d(3, "y").values.tolist()
+    [[1, 2, 3, 4], [4, 5, 6, 7], [6, 7, 8, 9]]
+    """
     ax, mode, cval, origin = _along_one(obj, dim, mode, cval, origin)
     return smooth.uniform_filter1d(obj, size, ax, mode, cval, origin, nan_policy=nan_policy)
 
@@ -147,62 +388,166 @@ def _gradient(op, obj, dim, mode, cval):
     return op(obj, axis_of(obj, dim), every.modes(mode), _cval(every, cval))
 
 
+@docs.fill
 def sobel(obj, dim, mode="reflect", cval=0.0):
-    """Sobel derivative along ``dim`` (scipy.ndimage.sobel: smoothing along the other dims).
+    """Sobel derivative along a named dim, as scipy.ndimage.sobel.
+
+    ``da.distconv.sobel(dim)``: :func:`distconv.sobel`, the derivative along ``dim`` smoothed
+    along every other dim, as scipy's.
 
     Parameters
     ----------
-    obj : xarray.DataArray
     dim : str
-    mode : str, sequence (one per dim of the array) or {dim: mode}
-        Dims a dict leaves out take "reflect".
-    cval : float
+        The dim of the derivative.
+    mode : str, sequence of str or dict {dim: str}, optional
+        One mode for every dim, one per dim of the array (in its order), or ``{dim: mode}``
+        (the dims it leaves out take 'reflect').
+        {mode_names}
+    {dim_cval}
 
     Returns
     -------
-    xarray.DataArray
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        {raises_named}
+
+    See Also
+    --------
+    distconv.sobel : On arrays, by axis.
+
+    Examples
+    --------
+    >>> da = xr.DataArray(np.arange(12).reshape(3, 4), dims=("y", "x"))
+    >>> da.distconv.sobel("x").values.tolist()
+    [[4, 8, 8, 4], [4, 8, 8, 4], [4, 8, 8, 4]]
     """
     return _gradient(edges.sobel, obj, dim, mode, cval)
 
 
+@docs.fill
 def prewitt(obj, dim, mode="reflect", cval=0.0):
-    """Prewitt derivative along ``dim`` (scipy.ndimage.prewitt; arguments as :func:`sobel`)."""
-    return _gradient(edges.prewitt, obj, dim, mode, cval)
+    """Prewitt derivative along a named dim, as scipy.ndimage.prewitt.
 
-
-def gaussian_laplace(obj, sigma, mode="reflect", cval=0.0, truncate=4.0):
-    """Laplacian of Gaussian along the dims ``sigma`` names (scipy.ndimage.gaussian_laplace
-    with ``axes=``; the other dims left alone).
+    ``da.distconv.prewitt(dim)``: :func:`distconv.prewitt`, the derivative along ``dim``
+    smoothed along every other dim, as scipy's.
 
     Parameters
     ----------
-    obj : xarray.DataArray
-    sigma : float, sequence or {dim: float}
-    mode : str, sequence or {dim: mode}
-        Per dim of ``sigma``, in its order (term i of the sum uses mode i, as scipy's).
-    cval, truncate : float
+    dim : str
+        The dim of the derivative.
+    mode : str, sequence of str or dict {dim: str}, optional
+        One mode for every dim, one per dim of the array (in its order), or ``{dim: mode}``
+        (the dims it leaves out take 'reflect').
+        {mode_names}
+    {dim_cval}
 
     Returns
     -------
-    xarray.DataArray
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        {raises_named}
+
+    See Also
+    --------
+    distconv.prewitt : On arrays, by axis.
+
+    Examples
+    --------
+    >>> da = xr.DataArray(np.arange(12).reshape(3, 4), dims=("y", "x"))
+    >>> da.distconv.prewitt("y").values.tolist()
+    [[12, 12, 12, 12], [24, 24, 24, 24], [12, 12, 12, 12]]
+    """
+    return _gradient(edges.prewitt, obj, dim, mode, cval)
+
+
+@docs.fill
+def gaussian_laplace(obj, sigma, mode="reflect", cval=0.0, truncate=4.0):
+    """Laplacian of Gaussian along named dims, as scipy.ndimage.gaussian_laplace.
+
+    ``da.distconv.gaussian_laplace(sigma)``: :func:`distconv.gaussian_laplace` over the dims
+    ``sigma`` names (every dim for one value or a sequence), as scipy's with ``axes=``; the
+    other dims are left alone.
+
+    Parameters
+    ----------
+    sigma : float, sequence of float or dict {dim: float}
+        The Gaussian's standard deviation in elements: one for every dim, one per dim, or
+        ``{dim: sigma}``.
+    mode : str, sequence of str or dict {dim: str}, optional
+        Per dim of ``sigma`` (term i of the sum uses mode i, as scipy's); 'wrap' cannot be
+        mixed with the others.
+        {mode_names}
+    {dim_cval}
+    {truncate}
+
+    Returns
+    -------
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        {raises_named}
+
+    See Also
+    --------
+    distconv.gaussian_laplace : On arrays, by axes.
+
+    Examples
+    --------
+    >>> da = xr.DataArray(np.array([0.0, 0, 1, 0, 0]), dims="x")
+    >>> da.distconv.gaussian_laplace(1).round(3).values.tolist()
+    [0.197, 0.002, -0.399, 0.002, 0.197]
     """
     along = Dims.of(obj, sigma, "sigma")
     return edges.gaussian_laplace(obj, along.values(sigma, "sigma"), along.modes(mode),
                                   _cval(along, cval), axes=along.axes, truncate=truncate)
 
 
+@docs.fill
 def gaussian_gradient_magnitude(obj, sigma, mode="reflect", cval=0.0, truncate=4.0):
-    """Gradient magnitude of Gaussian derivatives along the dims ``sigma`` names
-    (scipy.ndimage.gaussian_gradient_magnitude with ``axes=``); the other dims are left alone
-    (sigma 0 there: scipy would smooth every axis).
+    """Gaussian gradient magnitude along named dims, as scipy.ndimage.gaussian_gradient_magnitude.
+
+    ``da.distconv.gaussian_gradient_magnitude(sigma)``: the gradient over the dims ``sigma``
+    names (every dim for one value or a sequence). The other dims are left alone, not
+    smoothed (scipy's ``axes=`` would smooth every axis with sigma: here their sigma is 0).
 
     Parameters
     ----------
-    As :func:`gaussian_laplace`.
+    sigma : float, sequence of float or dict {dim: float}
+        The Gaussian's standard deviation in elements: one for every dim, one per dim, or
+        ``{dim: sigma}``.
+    mode : str, sequence of str or dict {dim: str}, optional
+        Per dim of ``sigma`` (term i of the sum uses mode i, as scipy's); 'wrap' cannot be
+        mixed with the others.
+        {mode_names}
+    {dim_cval}
+    {truncate}
 
     Returns
     -------
-    xarray.DataArray
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        {raises_named}
+
+    See Also
+    --------
+    distconv.gaussian_gradient_magnitude : On arrays, by axes.
+
+    Examples
+    --------
+    >>> da = xr.DataArray(np.array([0.0, 0, 1, 0, 0]), dims="x")
+    >>> da.distconv.gaussian_gradient_magnitude(1).round(3).values.tolist()
+    [0.095, 0.241, 0.0, 0.241, 0.095]
     """
     along = Dims.of(obj, sigma, "sigma")
     sigmas = along.spread(along.values(sigma, "sigma"), 0.0)
@@ -241,72 +586,291 @@ def _ranked(op, obj, pick, size, footprint, mode, cval, origin, nan_policy):
               nan_policy=nan_policy)
 
 
+@docs.fill
 def minimum_filter(obj, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
-    """Minimum over a window along named dims (scipy.ndimage.minimum_filter).
+    """Minimum filter along named dims, as scipy.ndimage.minimum_filter.
+
+    ``da.distconv.minimum_filter(size)``: :func:`distconv.minimum_filter` over a window along
+    the dims ``size`` (or a footprint DataArray) names; the other dims are left alone. NaN:
+    a window holding one gives NaN, unless ``nan_policy='omit'``.
 
     Parameters
     ----------
-    obj : xarray.DataArray
-    size : int, sequence or {dim: int}
-        One value for every dim, one per dim, or {dim: size} (the other dims left alone).
-    footprint : array_like or xarray.DataArray, optional
-        Instead of ``size``: over every dim (an array) or over its dims (a DataArray).
-    mode : str, sequence or {dim: mode}
-        Per dim of the window, in the order named (dims a dict leaves out take "reflect");
-        one mode for a footprint that is not a box.
-    cval : float
-    origin : int, sequence or {dim: int}
-    nan_policy : {"propagate", "omit"}
+    {dim_size}
+    {dim_footprint}
+    mode : str, sequence of str or dict {dim: str}, optional
+        Per dim of the window, in the order named (the dims a dict leaves out take
+        'reflect'); one mode for a footprint that is not a box.
+        {mode_names}
+    {dim_cval}
+    {dim_origin}
+    {nan_policy_rank}
 
     Returns
     -------
-    xarray.DataArray
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        {raises_named}
+
+    See Also
+    --------
+    distconv.minimum_filter : On arrays, by axes.
+
+    Examples
+    --------
+    >>> da = xr.DataArray(np.array([[3, 1, 4, 1], [5, 9, 2, 6]]), dims=("y", "x"))
+    >>> da.distconv.minimum_filter({"x": 3}).values.tolist()
+    [[1, 1, 1, 1], [5, 2, 2, 2]]
     """
     return _extremum(ranked.minimum_filter, obj, size, footprint, mode, cval, origin, nan_policy)
 
 
+@docs.fill
 def maximum_filter(obj, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
-    """Maximum over a window along named dims (scipy.ndimage.maximum_filter; arguments as
-    :func:`minimum_filter`)."""
-    return _extremum(ranked.maximum_filter, obj, size, footprint, mode, cval, origin, nan_policy)
+    """Maximum filter along named dims, as scipy.ndimage.maximum_filter.
 
-
-def median_filter(obj, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
-    """Median over a window along named dims (scipy.ndimage.median_filter).
+    ``da.distconv.maximum_filter(size)``: :func:`distconv.maximum_filter` over a window along
+    the dims ``size`` (or a footprint DataArray) names; the other dims are left alone. NaN:
+    a window holding one gives NaN, unless ``nan_policy='omit'``.
 
     Parameters
     ----------
-    obj : xarray.DataArray
-    size, footprint, origin, cval, nan_policy
-        As :func:`minimum_filter`.
-    mode : str, or the same mode for every dim as a sequence or {dim: mode}
-        One mode, as scipy's rank filters take; a dict of differing modes is refused.
+    {dim_size}
+    {dim_footprint}
+    mode : str, sequence of str or dict {dim: str}, optional
+        Per dim of the window, in the order named (the dims a dict leaves out take
+        'reflect'); one mode for a footprint that is not a box.
+        {mode_names}
+    {dim_cval}
+    {dim_origin}
+    {nan_policy_rank}
 
     Returns
     -------
-    xarray.DataArray
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        {raises_named}
+
+    See Also
+    --------
+    distconv.maximum_filter : On arrays, by axes.
+
+    Examples
+    --------
+    >>> da = xr.DataArray(np.array([[3, 1, 4, 1], [5, 9, 2, 6]]), dims=("y", "x"))
+    >>> da.distconv.maximum_filter({"x": 3}).values.tolist()
+    [[3, 4, 4, 4], [9, 9, 9, 6]]
+    """
+    return _extremum(ranked.maximum_filter, obj, size, footprint, mode, cval, origin, nan_policy)
+
+
+@docs.fill
+def median_filter(obj, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
+    """Median filter along named dims, as scipy.ndimage.median_filter.
+
+    ``da.distconv.median_filter(size)``: :func:`distconv.median_filter` over a window along
+    the dims ``size`` (or a footprint DataArray) names; the other dims are left alone. NaN:
+    a window holding one gives NaN, unless ``nan_policy='omit'``.
+
+    Parameters
+    ----------
+    {dim_size}
+    {dim_footprint}
+    {dim_one_mode}
+    {dim_cval}
+    {dim_origin}
+    {nan_policy_rank}
+
+    Returns
+    -------
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        {raises_named}
+
+    See Also
+    --------
+    distconv.median_filter : On arrays, by axes.
+
+    Examples
+    --------
+    >>> da = xr.DataArray(np.array([[3, 1, 4, 1], [5, 9, 2, 6]]), dims=("y", "x"))
+    >>> da.distconv.median_filter({"x": 3}).values.tolist()
+    [[3, 3, 1, 1], [5, 5, 6, 6]]
+    >>> da.distconv.median_filter(footprint=xr.DataArray([True, True, True], dims="x")).values.tolist()
+    [[3, 3, 1, 1], [5, 5, 6, 6]]
     """
     return _ranked(ranked.median_filter, obj, (), size, footprint, mode, cval, origin, nan_policy)
 
 
+@docs.fill
 def rank_filter(obj, rank, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
-    """The ``rank``-th value of a window along named dims (scipy.ndimage.rank_filter;
-    arguments as :func:`median_filter`)."""
+    """Rank filter along named dims, as scipy.ndimage.rank_filter.
+
+    ``da.distconv.rank_filter(rank, size)``: :func:`distconv.rank_filter` over a window along
+    the dims ``size`` (or a footprint DataArray) names; the other dims are left alone.
+
+    Parameters
+    ----------
+    rank : int
+        Which value of the sorted window: from the bottom (0 the smallest), or, negative, from
+        the top (-1 the largest).
+    {dim_size}
+    {dim_footprint}
+    {dim_one_mode}
+    {dim_cval}
+    {dim_origin}
+    {nan_policy_rank}
+
+    Returns
+    -------
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        {raises_named}
+
+    See Also
+    --------
+    distconv.rank_filter : On arrays, by axes.
+
+    Examples
+    --------
+    >>> da = xr.DataArray(np.array([[3, 1, 4, 1], [5, 9, 2, 6]]), dims=("y", "x"))
+    >>> da.distconv.rank_filter(0, {"x": 3}).values.tolist()
+    [[1, 1, 1, 1], [5, 2, 2, 2]]
+    """
     return _ranked(ranked.rank_filter, obj, (rank,), size, footprint, mode, cval, origin, nan_policy)
 
 
+@docs.fill
 def percentile_filter(obj, percentile, size=None, footprint=None, mode="reflect", cval=0.0, origin=0,
                       nan_policy="propagate"):
-    """The ``percentile`` of a window along named dims (scipy.ndimage.percentile_filter;
-    arguments as :func:`median_filter`)."""
+    """Percentile filter along named dims, as scipy.ndimage.percentile_filter.
+
+    ``da.distconv.percentile_filter(percentile, size)``: :func:`distconv.percentile_filter`
+    over a window along the dims ``size`` (or a footprint DataArray) names; the other dims
+    are left alone.
+
+    Parameters
+    ----------
+    percentile : float
+        From 0 to 100, or -100 to 0 counted as ``100 + percentile``.
+    {dim_size}
+    {dim_footprint}
+    {dim_one_mode}
+    {dim_cval}
+    {dim_origin}
+    {nan_policy_rank}
+
+    Returns
+    -------
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        {raises_named}
+
+    See Also
+    --------
+    distconv.percentile_filter : On arrays, by axes.
+
+    Examples
+    --------
+    >>> da = xr.DataArray(np.array([[3, 1, 4, 1], [5, 9, 2, 6]]), dims=("y", "x"))
+    >>> da.distconv.percentile_filter(100, {"x": 3}).values.tolist()
+    [[3, 4, 4, 4], [9, 9, 9, 6]]
+    """
     return _ranked(ranked.percentile_filter, obj, (percentile,), size, footprint, mode, cval, origin, nan_policy)
 
 
+@docs.fill
 def minimum_filter1d(obj, size, dim, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
-    """Minimum over ``size`` elements along ``dim`` (scipy.ndimage.minimum_filter1d)."""
+    """One-dimensional minimum filter along a named dim, as scipy.ndimage.minimum_filter1d.
+
+    ``da.distconv.minimum_filter1d(size, dim)``: :func:`distconv.minimum_filter1d` along
+    ``dim``.
+
+    Parameters
+    ----------
+    size : int
+        The window's length.
+    dim : str
+        The dim to filter along.
+    {dim_one_mode}
+    {dim_cval}
+    origin : int or dict {dim: int}, optional
+        Where the window sits over each element: 0 (default) centres it.
+    {nan_policy_rank}
+
+    Returns
+    -------
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        {raises_named}
+
+    See Also
+    --------
+    distconv.minimum_filter1d : On arrays, by axis.
+
+    Examples
+    --------
+    >>> da = xr.DataArray(np.arange(12).reshape(3, 4), dims=("y", "x"))
+    >>> da.distconv.minimum_filter1d(3, "x").values.tolist()
+    [[0, 0, 1, 2], [4, 4, 5, 6], [8, 8, 9, 10]]
+    """
     return ranked.minimum_filter1d(obj, size, *_along_one(obj, dim, mode, cval, origin), nan_policy=nan_policy)
 
 
+@docs.fill
 def maximum_filter1d(obj, size, dim, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
-    """Maximum over ``size`` elements along ``dim`` (scipy.ndimage.maximum_filter1d)."""
+    """One-dimensional maximum filter along a named dim, as scipy.ndimage.maximum_filter1d.
+
+    ``da.distconv.maximum_filter1d(size, dim)``: :func:`distconv.maximum_filter1d` along
+    ``dim``.
+
+    Parameters
+    ----------
+    size : int
+        The window's length.
+    dim : str
+        The dim to filter along.
+    {dim_one_mode}
+    {dim_cval}
+    origin : int or dict {dim: int}, optional
+        Where the window sits over each element: 0 (default) centres it.
+    {nan_policy_rank}
+
+    Returns
+    -------
+    {returns_named}
+
+    Raises
+    ------
+    ValueError
+        {raises_named}
+
+    See Also
+    --------
+    distconv.maximum_filter1d : On arrays, by axis.
+
+    Examples
+    --------
+    >>> da = xr.DataArray(np.arange(12).reshape(3, 4), dims=("y", "x"))
+    >>> da.distconv.maximum_filter1d(3, "y").values.tolist()
+    [[4, 5, 6, 7], [8, 9, 10, 11], [8, 9, 10, 11]]
+    """
     return ranked.maximum_filter1d(obj, size, *_along_one(obj, dim, mode, cval, origin), nan_policy=nan_policy)

@@ -10,11 +10,58 @@ import numpy as np
 from .. import backends
 from ..core import checks
 from ..core import ops as core_ops
+from . import docs
 
 
+@docs.fill
 def reduce(x, op="add", axis=None, dtype=None, keepdims=False):
-    """``op``-reduction (add | mul | min | max) over ``axis`` with numpy's dtype rules;
-    distributed as a tree reduction."""
+    """Reduce an array by a sum, product, minimum or maximum, as numpy's ufunc.reduce.
+
+    numpy's dtype rules (add and mul widen small integers as ``np.sum`` and ``np.prod`` do;
+    min and max keep the dtype), NaN propagating. On a dask array each chunk is reduced and
+    the partial results merge as a tree: integer results are exact and the same for every
+    chunking.
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32 or float64 data.
+    op : {'add', 'mul', 'min', 'max'}, optional
+        The operation. Default 'add'.
+    axis : int or sequence of int, optional
+        The axes to reduce; None (default) reduces every axis.
+    dtype : dtype, optional
+        The result's dtype (default numpy's).
+    keepdims : bool, optional
+        Keep the reduced axes, with length 1 (numpy, cupy and dask inputs). Default False.
+
+    Returns
+    -------
+    out : scalar or array
+        numpy in: a numpy scalar (every axis reduced) or array; cupy in: a cupy array; dask
+        in: a lazy dask array (0-d when every axis is reduced); xarray in: a DataArray without
+        the reduced dims, its attrs kept.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``op``, or an ``axis`` out of range or repeated.
+    TypeError
+        ``x`` of a dtype distconv does not process (complex, float16, object, strings), a
+        ``dtype`` that cannot hold the result, or a non-integer ``axis``.
+
+    See Also
+    --------
+    sum, prod, min, max, mean : The numpy-named forms.
+    scan : The running (prefix) form.
+
+    Examples
+    --------
+    >>> dc.reduce(np.array([[1, 2], [3, 4]]), "mul", axis=1).tolist()
+    [2, 12]
+    >>> int(dc.reduce(np.array([[1, 2], [3, 4]])))
+    10
+    """
     op = core_ops.check_op(op)
     x = checks.as_array(x)
     out_dtype = core_ops.result_dtype(op, x.dtype, dtype)
@@ -31,28 +78,234 @@ def reduce(x, op="add", axis=None, dtype=None, keepdims=False):
     return backends.reduce(x, op, axes, out_dtype, keepdims)
 
 
+@docs.fill
 def sum(x, axis=None, dtype=None, keepdims=False):  # noqa: A001 - numpy's name
-    """numpy.sum."""
+    """Sum of array elements over the given axes, as numpy.sum.
+
+    ``reduce(x, "add", axis, dtype, keepdims)``: small integers widen as numpy's do.
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32 or float64 data.
+    axis : int or sequence of int, optional
+        The axes to reduce; None (default) reduces every axis.
+    dtype : dtype, optional
+        The result's dtype (default numpy's).
+    keepdims : bool, optional
+        Keep the reduced axes, with length 1 (numpy, cupy and dask inputs). Default False.
+
+    Returns
+    -------
+    out : scalar or array
+        numpy in: a numpy scalar (every axis reduced) or array; cupy in: a cupy array; dask
+        in: a lazy dask array (0-d when every axis is reduced); xarray in: a DataArray without
+        the reduced dims, its attrs kept.
+
+    Raises
+    ------
+    ValueError
+        An ``axis`` out of range or repeated.
+    TypeError
+        ``x`` of a dtype distconv does not process (complex, float16, object, strings), a
+        ``dtype`` that cannot hold the result, or a non-integer ``axis``.
+
+    See Also
+    --------
+    reduce, mean, cumsum
+    numpy.sum : The reference on numpy arrays.
+
+    Examples
+    --------
+    >>> dc.sum(np.array([[1, 2], [3, 4]]), axis=0).tolist()
+    [4, 6]
+    >>> int(dc.sum(np.array([[1, 2], [3, 4]])))
+    10
+    >>> dc.sum(np.array([[1, 2], [3, 4]]), axis=1, keepdims=True).tolist()
+    [[3], [7]]
+    """
     return reduce(x, "add", axis, dtype, keepdims)
 
 
+@docs.fill
 def prod(x, axis=None, dtype=None, keepdims=False):
-    """numpy.prod."""
+    """Product of array elements over the given axes, as numpy.prod.
+
+    ``reduce(x, "mul", axis, dtype, keepdims)``: small integers widen as numpy's do, integer
+    overflow wraps.
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32 or float64 data.
+    axis : int or sequence of int, optional
+        The axes to reduce; None (default) reduces every axis.
+    dtype : dtype, optional
+        The result's dtype (default numpy's).
+    keepdims : bool, optional
+        Keep the reduced axes, with length 1 (numpy, cupy and dask inputs). Default False.
+
+    Returns
+    -------
+    out : scalar or array
+        numpy in: a numpy scalar (every axis reduced) or array; cupy in: a cupy array; dask
+        in: a lazy dask array (0-d when every axis is reduced); xarray in: a DataArray without
+        the reduced dims, its attrs kept.
+
+    Raises
+    ------
+    ValueError
+        An ``axis`` out of range or repeated.
+    TypeError
+        ``x`` of a dtype distconv does not process (complex, float16, object, strings), a
+        ``dtype`` that cannot hold the result, or a non-integer ``axis``.
+
+    See Also
+    --------
+    reduce, cumprod
+    numpy.prod : The reference on numpy arrays.
+
+    Examples
+    --------
+    >>> int(dc.prod(np.array([1, 2, 3, 4])))
+    24
+    """
     return reduce(x, "mul", axis, dtype, keepdims)
 
 
+@docs.fill
 def min(x, axis=None, keepdims=False):  # noqa: A001
-    """numpy.min (NaN propagates)."""
+    """Minimum of array elements over the given axes, as numpy.min.
+
+    ``reduce(x, "min", axis, keepdims=keepdims)``: the dtype is kept, NaN propagates.
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32 or float64 data.
+    axis : int or sequence of int, optional
+        The axes to reduce; None (default) reduces every axis.
+    keepdims : bool, optional
+        Keep the reduced axes, with length 1 (numpy, cupy and dask inputs). Default False.
+
+    Returns
+    -------
+    out : scalar or array
+        numpy in: a numpy scalar (every axis reduced) or array; cupy in: a cupy array; dask
+        in: a lazy dask array (0-d when every axis is reduced); xarray in: a DataArray without
+        the reduced dims, its attrs kept.
+
+    Raises
+    ------
+    ValueError
+        An ``axis`` out of range or repeated.
+    TypeError
+        ``x`` of a dtype distconv does not process (complex, float16, object, strings), a
+        ``dtype`` that cannot hold the result, or a non-integer ``axis``.
+
+    See Also
+    --------
+    max, reduce, cummin
+    numpy.min : The reference on numpy arrays.
+
+    Examples
+    --------
+    >>> dc.min(np.array([[1, 2], [3, 0]]), axis=1).tolist()
+    [1, 0]
+    >>> float(dc.min(np.array([1.0, np.nan])))
+    nan
+    """
     return reduce(x, "min", axis, None, keepdims)
 
 
+@docs.fill
 def max(x, axis=None, keepdims=False):  # noqa: A001
-    """numpy.max (NaN propagates)."""
+    """Maximum of array elements over the given axes, as numpy.max.
+
+    ``reduce(x, "max", axis, keepdims=keepdims)``: the dtype is kept, NaN propagates.
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32 or float64 data.
+    axis : int or sequence of int, optional
+        The axes to reduce; None (default) reduces every axis.
+    keepdims : bool, optional
+        Keep the reduced axes, with length 1 (numpy, cupy and dask inputs). Default False.
+
+    Returns
+    -------
+    out : scalar or array
+        numpy in: a numpy scalar (every axis reduced) or array; cupy in: a cupy array; dask
+        in: a lazy dask array (0-d when every axis is reduced); xarray in: a DataArray without
+        the reduced dims, its attrs kept.
+
+    Raises
+    ------
+    ValueError
+        An ``axis`` out of range or repeated.
+    TypeError
+        ``x`` of a dtype distconv does not process (complex, float16, object, strings), a
+        ``dtype`` that cannot hold the result, or a non-integer ``axis``.
+
+    See Also
+    --------
+    min, reduce, cummax
+    numpy.max : The reference on numpy arrays.
+
+    Examples
+    --------
+    >>> dc.max(np.array([[1, 2], [3, 0]]), axis=0).tolist()
+    [3, 2]
+    >>> int(dc.max(np.array([[1, 2], [3, 0]])))
+    3
+    """
     return reduce(x, "max", axis, None, keepdims)
 
 
+@docs.fill
 def mean(x, axis=None, keepdims=False):
-    """numpy.mean: float64 accumulation for integers, the input's float type otherwise."""
+    """Arithmetic mean over the given axes, as numpy.mean.
+
+    The sum divided by the count: integers accumulate in float64, floats in their own type
+    (so float32 data gives float32, as numpy's). NaN propagates.
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32 or float64 data.
+    axis : int or sequence of int, optional
+        The axes to reduce; None (default) reduces every axis.
+    keepdims : bool, optional
+        Keep the reduced axes, with length 1 (numpy, cupy and dask inputs). Default False.
+
+    Returns
+    -------
+    out : scalar or array
+        numpy in: a numpy scalar (every axis reduced) or array; cupy in: a cupy array; dask
+        in: a lazy dask array (0-d when every axis is reduced); xarray in: a DataArray without
+        the reduced dims, its attrs kept.
+
+    Raises
+    ------
+    ValueError
+        An ``axis`` out of range or repeated.
+    TypeError
+        ``x`` of a dtype distconv does not process (complex, float16, object, strings), a
+        ``dtype`` that cannot hold the result, or a non-integer ``axis``.
+
+    See Also
+    --------
+    sum, reduce
+    numpy.mean : The reference on numpy arrays.
+
+    Examples
+    --------
+    >>> float(dc.mean(np.array([1, 2, 3, 4])))
+    2.5
+    >>> dc.mean(np.array([[1.0, 2], [3, 4]]), axis=0).tolist()
+    [2.0, 3.0]
+    """
     x = checks.as_array(x)
     acc = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
     count = int(np.prod([x.shape[a] for a in checks.axes(axis, x.ndim)], dtype=np.int64))

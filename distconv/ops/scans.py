@@ -9,17 +9,69 @@ import numpy as np
 from .. import backends
 from ..core import checks
 from ..core import ops as core_ops
-from ..core.arrays import array_module, on_data
+from ..core.arrays import on_data
 from ..core.stencil import Probe, ScanStep, nan_as_identity
+from . import docs
 
 
+@docs.fill
 def scan(x, op="add", axis=None, exclusive=False, dtype=None, skipna=False):
-    """Inclusive (or exclusive) prefix scan with ``op`` in add | mul | min | max.
+    """Inclusive or exclusive prefix scan (cumulative sum, product, minimum or maximum).
 
-    numpy's rules: ``axis=None`` scans the C-order flattened array; add/mul widen small
-    integers (as np.cumsum/np.cumprod), min/max keep the dtype; NaN propagates unless
-    ``skipna`` (then NaN counts as the op's identity: np.nancumsum, np.nancumprod); integer
-    overflow wraps. Distributed: chunk totals -> carries -> one seeded pass per chunk.
+    numpy's rules: ``axis=None`` scans the C-order flattened array; add and mul widen small
+    integers as ``np.cumsum`` and ``np.cumprod`` do, min and max keep the dtype; NaN
+    propagates unless ``skipna``; integer overflow wraps. On a dask array the scan runs as
+    chunk totals, a scan of those (tiny), then one seeded pass per chunk: the numbers are the
+    same for every chunking (exactly so for integers, min and max).
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32 or float64 data.
+    op : {'add', 'mul', 'min', 'max'}, optional
+        The operation. Default 'add'.
+    axis : int, optional
+        The axis to scan along; None (default) scans the flattened array (not for xarray).
+    exclusive : bool, optional
+        False (default): element i holds the scan of elements 0..i. True: of 0..i-1, the first
+        holding the op's identity (0 for add, 1 for mul; for min the dtype's largest value,
+        inf for floats, and for max its smallest).
+    dtype : dtype, optional
+        The result's dtype (default numpy's: add and mul widen small integers).
+    skipna : bool, optional
+        True: NaN counts as the op's identity (``np.nancumsum``, ``np.nancumprod``). Default
+        False: NaN propagates.
+
+    Returns
+    -------
+    {returns}
+        Of the input's shape (flattened for ``axis=None``).
+
+    Raises
+    ------
+    ValueError
+        An unknown ``op``, an ``axis`` out of range, or ``axis=None`` for an xarray input.
+    TypeError
+        ``x`` of a dtype distconv does not process (complex, float16, object, strings), a
+        ``dtype`` that cannot hold the result, or ``exclusive``/``skipna`` not a bool.
+
+    See Also
+    --------
+    cumsum, cumprod, cummin, cummax : The numpy-named forms.
+    numpy.ufunc.accumulate : numpy's inclusive scans.
+
+    Examples
+    --------
+    >>> dc.scan(np.array([1, 2, 3, 4])).tolist()
+    [1, 3, 6, 10]
+    >>> dc.scan(np.array([1, 2, 3, 4]), exclusive=True).tolist()
+    [0, 1, 3, 6]
+    >>> dc.scan(np.array([[1, 2], [3, 4]]), "mul", axis=1).tolist()
+    [[1, 2], [3, 12]]
+    >>> dc.scan(np.array([1.0, np.nan, 2.0]), skipna=True).tolist()
+    [1.0, 1.0, 3.0]
+    >>> dc.scan(np.array([1, 2], dtype=np.int8)).dtype
+    dtype('int64')
     """
     op = core_ops.check_op(op)
     if not isinstance(skipna, bool):
@@ -66,21 +118,168 @@ def scan_step(func, ndim: int, in_dtype, /, **params) -> ScanStep:
     return func(Probe.like(ndim, in_dtype), **params)
 
 
+@docs.fill
 def cumsum(x, axis=None, dtype=None):
-    """numpy.cumsum."""
+    """Cumulative sum, as numpy.cumsum.
+
+    ``scan(x, "add", axis, dtype=dtype)``: small integers widen as numpy's do, NaN propagates.
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32 or float64 data.
+    axis : int, optional
+        The axis to sum along; None (default) sums the flattened array.
+    dtype : dtype, optional
+        The result's dtype (default numpy's).
+
+    Returns
+    -------
+    {returns}
+
+    Raises
+    ------
+    ValueError
+        An ``axis`` out of range, or ``axis=None`` for an xarray input.
+    TypeError
+        ``x`` of a dtype distconv does not process (complex, float16, object, strings), a
+        ``dtype`` that cannot hold the result, or a non-integer ``axis``.
+
+    See Also
+    --------
+    scan : Any op, exclusive scans, skipna.
+    numpy.cumsum : The reference on numpy arrays.
+
+    Examples
+    --------
+    >>> dc.cumsum(np.array([[1, 2], [3, 4]])).tolist()
+    [1, 3, 6, 10]
+    >>> dc.cumsum(np.array([[1, 2], [3, 4]]), axis=0).tolist()
+    [[1, 2], [4, 6]]
+    """
     return scan(x, "add", axis, False, dtype)
 
 
+@docs.fill
 def cumprod(x, axis=None, dtype=None):
-    """numpy.cumprod."""
+    """Cumulative product, as numpy.cumprod.
+
+    ``scan(x, "mul", axis, dtype=dtype)``: small integers widen as numpy's do, integer
+    overflow wraps, NaN propagates.
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32 or float64 data.
+    axis : int, optional
+        The axis to multiply along; None (default) the flattened array.
+    dtype : dtype, optional
+        The result's dtype (default numpy's).
+
+    Returns
+    -------
+    {returns}
+
+    Raises
+    ------
+    ValueError
+        An ``axis`` out of range, or ``axis=None`` for an xarray input.
+    TypeError
+        ``x`` of a dtype distconv does not process (complex, float16, object, strings), a
+        ``dtype`` that cannot hold the result, or a non-integer ``axis``.
+
+    See Also
+    --------
+    scan : Any op, exclusive scans, skipna.
+    numpy.cumprod : The reference on numpy arrays.
+
+    Examples
+    --------
+    >>> dc.cumprod(np.array([1, 2, 3, 4])).tolist()
+    [1, 2, 6, 24]
+    """
     return scan(x, "mul", axis, False, dtype)
 
 
+@docs.fill
 def cummin(x, axis=None, dtype=None):
-    """numpy.minimum.accumulate (axis=None flattens)."""
+    """Cumulative minimum, as numpy.minimum.accumulate.
+
+    ``scan(x, "min", axis, dtype=dtype)``; unlike ``numpy.minimum.accumulate``, ``axis=None``
+    scans the flattened array. NaN propagates.
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32 or float64 data.
+    axis : int, optional
+        The axis to scan along; None (default) the flattened array.
+    dtype : dtype, optional
+        The result's dtype (default: the input's).
+
+    Returns
+    -------
+    {returns}
+
+    Raises
+    ------
+    ValueError
+        An ``axis`` out of range, or ``axis=None`` for an xarray input.
+    TypeError
+        ``x`` of a dtype distconv does not process (complex, float16, object, strings), a
+        ``dtype`` that cannot hold the result, or a non-integer ``axis``.
+
+    See Also
+    --------
+    scan, cummax
+    numpy.minimum.accumulate : The reference on numpy arrays.
+
+    Examples
+    --------
+    >>> dc.cummin(np.array([3, 1, 2, 0])).tolist()
+    [3, 1, 1, 0]
+    """
     return scan(x, "min", axis, False, dtype)
 
 
+@docs.fill
 def cummax(x, axis=None, dtype=None):
-    """numpy.maximum.accumulate (axis=None flattens)."""
+    """Cumulative maximum, as numpy.maximum.accumulate.
+
+    ``scan(x, "max", axis, dtype=dtype)``; unlike ``numpy.maximum.accumulate``, ``axis=None``
+    scans the flattened array. NaN propagates.
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32 or float64 data.
+    axis : int, optional
+        The axis to scan along; None (default) the flattened array.
+    dtype : dtype, optional
+        The result's dtype (default: the input's).
+
+    Returns
+    -------
+    {returns}
+
+    Raises
+    ------
+    ValueError
+        An ``axis`` out of range, or ``axis=None`` for an xarray input.
+    TypeError
+        ``x`` of a dtype distconv does not process (complex, float16, object, strings), a
+        ``dtype`` that cannot hold the result, or a non-integer ``axis``.
+
+    See Also
+    --------
+    scan, cummin
+    numpy.maximum.accumulate : The reference on numpy arrays.
+
+    Examples
+    --------
+    >>> dc.cummax(np.array([[1, 3], [2, 4]]), axis=1).tolist()
+    [[1, 3], [2, 4]]
+    >>> dc.cummax(np.array([1, 3, 2, 4])).tolist()
+    [1, 3, 3, 4]
+    """
     return scan(x, "max", axis, False, dtype)

@@ -14,6 +14,7 @@ from ..core import checks
 from ..core.arrays import array_module
 from ..core.modes import canonical_mode, canonical_modes, mode_of
 from ..core.stencil import Stencil, chain, reach
+from . import docs
 from .filters import _filter, linear, nan_policy_of, normalized, passes_filter
 
 
@@ -72,11 +73,68 @@ def gaussian_passes(ndim: int, sigma, order, truncate, radius, axes) -> list:
     return passes
 
 
+@docs.fill
 def gaussian_filter(x, sigma, order=0, mode="reflect", cval=0.0, truncate=4.0, *, radius=None,
                     axes=None, output=None, nan_policy="propagate", allow_rechunk=True):
-    """Separable Gaussian filter (scipy.ndimage.gaussian_filter semantics), one pass per axis.
-    ``sigma``, ``order``, ``mode``, ``radius``: one value, or one per axis (of ``axes``).
-    ``nan_policy="omit"``: the Gaussian-weighted mean of the non-NaN values (filters.normalized)."""
+    """Multidimensional Gaussian filter, as scipy.ndimage.gaussian_filter.
+
+    A sequence of 1-D Gaussian (or Gaussian derivative) filters, one along each axis with a
+    sigma above 0, each intermediate kept in the result's dtype as scipy keeps it; the numbers
+    are scipy.ndimage.gaussian_filter's for every chunking of a dask input and on every device.
+    ``nan_policy='omit'``, which scipy lacks, gives the Gaussian-weighted mean of each
+    window's non-NaN values.
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32, float64 or complex data.
+    sigma : float or sequence of float
+        The Gaussian's standard deviation in elements: one for every axis, or one per axis
+        (of ``axes``). An axis with sigma 0 is left alone.
+    order : int or sequence of int, optional
+        0 (default) smooths; 1, 2, 3... convolve with that derivative of the Gaussian. One for
+        every axis, or one per axis.
+    {modes}
+    {cval}
+    {truncate}
+    {radius}
+    {axes}
+    {output}
+    {nan_policy_smooth}
+    {allow_rechunk}
+
+    Returns
+    -------
+    {returns_filter}
+
+    Raises
+    ------
+    ValueError
+        {raises_value}
+        Also a negative ``sigma`` or ``order``, a negative ``radius``, or
+        ``nan_policy='omit'`` with ``order`` other than 0 or with ``output``.
+    TypeError
+        {raises_type}
+
+    See Also
+    --------
+    gaussian_filter1d : Along one axis.
+    gaussian_laplace, gaussian_gradient_magnitude : Sums of Gaussian derivatives.
+    scipy.ndimage.gaussian_filter : The reference on numpy arrays.
+
+    Notes
+    -----
+    {halo}
+
+    Examples
+    --------
+    >>> dc.gaussian_filter(np.array([0.0, 0, 1, 0, 0]), 1).round(3).tolist()
+    [0.058, 0.242, 0.399, 0.242, 0.058]
+    >>> dc.gaussian_filter(np.arange(6.0).reshape(2, 3), 1, axes=[1]).round(3).tolist()
+    [[0.422, 1.0, 1.578], [3.422, 4.0, 4.578]]
+    >>> dc.gaussian_filter(np.array([1.0, np.nan, 3, 4]), 1, nan_policy="omit").round(3).tolist()
+    [1.186, 2.106, 3.236, 3.671]
+    """
     if _omit(nan_policy, order, output):
         return normalized(x, lambda d, c: gaussian_filter(d, sigma, order, mode, c, truncate, radius=radius,
                                                           axes=axes, allow_rechunk=allow_rechunk), mode, cval)
@@ -84,9 +142,58 @@ def gaussian_filter(x, sigma, order=0, mode="reflect", cval=0.0, truncate=4.0, *
         d, sigma, order, mode, c, truncate, radius, axes, allow_rechunk, dt))
 
 
+@docs.fill
 def gaussian_filter1d(x, sigma, axis=-1, order=0, mode="reflect", cval=0.0, truncate=4.0, *,
                       radius=None, output=None, nan_policy="propagate", allow_rechunk=True):
-    """1-D Gaussian filter along ``axis`` (scipy.ndimage.gaussian_filter1d semantics)."""
+    """One-dimensional Gaussian filter along an axis, as scipy.ndimage.gaussian_filter1d.
+
+    The numbers are scipy.ndimage.gaussian_filter1d's for every chunking of a dask input and
+    on every device; ``nan_policy='omit'``, which scipy lacks, gives the Gaussian-weighted mean
+    of each window's non-NaN values.
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32, float64 or complex data.
+    sigma : float
+        The Gaussian's standard deviation in elements.
+    {axis}
+    order : int, optional
+        0 (default) smooths; 1, 2, 3... convolve with that derivative of the Gaussian.
+    {mode}
+    {cval}
+    {truncate}
+    radius : int, optional
+        The Gaussian's radius in elements, instead of the one ``truncate`` gives.
+    {output}
+    {nan_policy_smooth}
+    {allow_rechunk}
+
+    Returns
+    -------
+    {returns_filter}
+
+    Raises
+    ------
+    ValueError
+        {raises_value}
+        Also a negative ``sigma``, ``order`` or ``radius``, a sequence of modes, or
+        ``nan_policy='omit'`` with ``order`` other than 0 or with ``output``.
+    TypeError
+        {raises_type}
+
+    See Also
+    --------
+    gaussian_filter : Along several axes.
+    scipy.ndimage.gaussian_filter1d : The reference on numpy arrays.
+
+    Examples
+    --------
+    >>> dc.gaussian_filter1d(np.array([1.0, 2, 3, 4, 5]), 1).round(3).tolist()
+    [1.427, 2.068, 3.0, 3.932, 4.573]
+    >>> dc.gaussian_filter1d(np.array([1.0, 2, 3, 4, 5]), 1, order=1).round(3).tolist()
+    [0.364, 0.849, 0.97, 0.849, 0.364]
+    """
     canonical_mode(mode)  # one mode, as scipy's 1-D filters take
     if _omit(nan_policy, order, output):
         return normalized(x, lambda d, c: gaussian_filter1d(d, sigma, axis, order, mode, c, truncate, radius=radius,
@@ -154,11 +261,61 @@ class _Mean:
         return xp.trunc(s / self.size).astype(np.int64).astype(self.dtype)
 
 
+@docs.fill
 def uniform_filter(x, size=3, mode="reflect", cval=0.0, origin=0, *, axes=None, output=None,
                    nan_policy="propagate", allow_rechunk=True):
-    """Uniform (box-mean) filter (scipy.ndimage.uniform_filter semantics), one pass per axis.
-    ``size``, ``mode``, ``origin``: one value, or one per axis (of ``axes``).
-    ``nan_policy="omit"``: the mean of each box's non-NaN values."""
+    """Multidimensional uniform (box-mean) filter, as scipy.ndimage.uniform_filter.
+
+    A sequence of 1-D box means, one along each axis with a size above 1. Integer data is
+    summed exactly and divided, truncating after every axis as scipy's C code does; the
+    numbers are scipy.ndimage.uniform_filter's for every chunking of a dask input and on every
+    device. ``nan_policy='omit'``, which scipy lacks, gives the mean of each box's non-NaN
+    values.
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32, float64 or complex data.
+    size : int or sequence of int, optional
+        The box's length along every axis, or one length per axis (of ``axes``). Default 3.
+    {modes}
+    {cval}
+    {origin}
+    {axes}
+    {output}
+    {nan_policy_smooth}
+    {allow_rechunk}
+
+    Returns
+    -------
+    {returns_filter}
+
+    Raises
+    ------
+    ValueError
+        {raises_value}
+        Also a ``size`` below 1, or ``nan_policy='omit'`` with ``output``.
+    TypeError
+        {raises_type}
+
+    See Also
+    --------
+    uniform_filter1d : Along one axis.
+    scipy.ndimage.uniform_filter : The reference on numpy arrays.
+
+    Notes
+    -----
+    {halo}
+
+    Examples
+    --------
+    >>> dc.uniform_filter(np.arange(5.0), 3)
+    array([0.33333333, 1.        , 2.        , 3.        , 3.66666667])
+    >>> dc.uniform_filter(np.array([[1, 2], [3, 4]]), 2).tolist()
+    [[1, 1], [2, 2]]
+    >>> dc.uniform_filter(np.array([1.0, np.nan, 3, 4, 5]), 3, nan_policy="omit").round(3).tolist()
+    [1.0, 2.0, 3.5, 4.0, 4.667]
+    """
     if _omit(nan_policy, 0, output):
         return normalized(x, lambda d, c: uniform_filter(d, size, mode, c, origin, axes=axes,
                                                          allow_rechunk=allow_rechunk), mode, cval)
@@ -166,9 +323,56 @@ def uniform_filter(x, size=3, mode="reflect", cval=0.0, origin=0, *, axes=None, 
         d, size, mode, c, origin, axes, allow_rechunk, dt))
 
 
+@docs.fill
 def uniform_filter1d(x, size, axis=-1, mode="reflect", cval=0.0, origin=0, *, output=None,
                      nan_policy="propagate", allow_rechunk=True):
-    """1-D uniform filter along ``axis`` (scipy.ndimage.uniform_filter1d semantics)."""
+    """One-dimensional uniform filter along an axis, as scipy.ndimage.uniform_filter1d.
+
+    The numbers are scipy.ndimage.uniform_filter1d's (integer data summed exactly, then divided
+    and truncated) for every chunking of a dask input and on every device;
+    ``nan_policy='omit'``, which scipy lacks, gives the mean of each box's non-NaN values.
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32, float64 or complex data.
+    size : int
+        The box's length.
+    {axis}
+    {mode}
+    {cval}
+    origin : int, optional
+        Where the box sits over each element: 0 (default) centres it, a positive value
+        shifts it to the left, a negative one to the right.
+    {output}
+    {nan_policy_smooth}
+    {allow_rechunk}
+
+    Returns
+    -------
+    {returns_filter}
+
+    Raises
+    ------
+    ValueError
+        {raises_value}
+        Also a ``size`` below 1, a sequence of modes, or ``nan_policy='omit'`` with
+        ``output``.
+    TypeError
+        {raises_type}
+
+    See Also
+    --------
+    uniform_filter : Along several axes.
+    scipy.ndimage.uniform_filter1d : The reference on numpy arrays.
+
+    Examples
+    --------
+    >>> dc.uniform_filter1d(np.array([1, 2, 3, 4, 5]), 3).tolist()
+    [1, 2, 3, 4, 4]
+    >>> dc.uniform_filter1d(np.array([1.0, 2, 3, 4, 6]), 2).tolist()
+    [1.0, 1.5, 2.5, 3.5, 5.0]
+    """
     canonical_mode(mode)
     if _omit(nan_policy, 0, output):
         return normalized(x, lambda d, c: uniform_filter1d(d, size, axis, mode, c, origin,

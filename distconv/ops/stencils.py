@@ -12,6 +12,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..core import checks
+from . import docs
 from .filters import correlate_along, correlate_nd, linear
 
 
@@ -64,9 +65,64 @@ def _float_result(x):
     return np.float64 if np.dtype(x.dtype).kind in "biu" else None
 
 
+@docs.fill
 def derivative(x, axis, order=1, accuracy=2, spacing=1.0, mode="nearest", *, allow_rechunk=True):
-    """d^order x / d axis^order by central differences of the given accuracy (grid spacing
-    ``spacing``); the boundary ``mode`` supplies the values beyond the edges."""
+    """Derivative along an axis by central finite differences of any order and accuracy.
+
+    ``d^order x / d axis^order`` on a uniform grid of step ``spacing``, by the central
+    difference whose error is O(spacing^accuracy): weights from Fornberg's algorithm over
+    ``order + accuracy - 1`` points (rounded up to odd), one 1-D correlation pass. The boundary
+    ``mode`` supplies the values beyond the edges, so the edges use the same central formula
+    (unlike ``numpy.gradient``'s one-sided differences there). scipy.ndimage has no
+    counterpart.
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32, float64 or complex data; integers and bools give float64
+        (as ``numpy.gradient``), the others their own dtype.
+    axis : int
+        The axis to differentiate along.
+    order : int, optional
+        The derivative's order, 1 or more. Default 1.
+    accuracy : int, optional
+        The order of the error, an even integer from 2: accuracy 2 is the 3-point
+        ``[-1/2, 0, 1/2]`` for ``order=1``; accuracy 8, the classic 9-point stencil. Default 2.
+    spacing : float, optional
+        The grid step along ``axis``. Default 1.0.
+    {mode}
+        Default 'nearest'.
+    {allow_rechunk}
+
+    Returns
+    -------
+    {returns}
+
+    Raises
+    ------
+    ValueError
+        An ``order`` below 1, an odd ``accuracy`` or one below 2, a ``spacing`` of zero, an
+        unknown ``mode``, an ``axis`` out of range, or, with ``allow_rechunk=False``, dask
+        chunks thinner than the stencil's reach.
+    TypeError
+        ``x`` of a dtype distconv does not process (float16, object, strings), or a
+        non-integer ``axis``, ``order`` or ``accuracy``.
+
+    See Also
+    --------
+    laplace : The sum of second derivatives along every axis.
+    numpy.gradient : First derivatives, one-sided at the edges.
+    sobel, gaussian_filter : Smoothed derivatives.
+
+    Examples
+    --------
+    >>> dc.derivative(np.arange(5.0) ** 2, 0).tolist()
+    [0.5, 2.0, 4.0, 6.0, 3.5]
+    >>> dc.derivative(np.arange(5) ** 2, 0, order=2, spacing=0.5).tolist()
+    [4.0, 8.0, 8.0, 8.0, -28.0]
+    >>> dc.derivative(np.arange(6.0).reshape(2, 3), axis=1).tolist()
+    [[0.5, 1.0, 0.5], [0.5, 1.0, 0.5]]
+    """
     order, accuracy = _check(order, accuracy)
     h = checks.real(spacing, "spacing")
     if h == 0:
@@ -77,8 +133,56 @@ def derivative(x, axis, order=1, accuracy=2, spacing=1.0, mode="nearest", *, all
         d, w, axis, mode, c, 0, False, "distconv-derivative", allow_rechunk, dt), conjugate=True)
 
 
+@docs.fill
 def laplace(x, accuracy=2, spacing=1.0, mode="nearest", *, allow_rechunk=True):
-    """Sum of second derivatives along every axis, as one N-D star-stencil pass."""
+    """N-D Laplacian by central finite differences of any accuracy.
+
+    The sum over every axis of second derivatives (:func:`derivative` with ``order=2``), run as
+    one N-D star-stencil pass. This differs from scipy.ndimage.laplace, which is the 3-point
+    ``[1, -2, 1]`` alone with unit spacing: here ``accuracy`` picks the stencil (2 gives
+    scipy's 3 points, 4 five points, ...), ``spacing`` scales each axis, the default mode is
+    'nearest', and integer data gives float64.
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32, float64 or complex data; integers and bools give float64,
+        the others their own dtype.
+    accuracy : int, optional
+        The order of the error, an even integer from 2. Default 2.
+    spacing : float or sequence of float, optional
+        The grid step: one for every axis, or one per axis. Default 1.0.
+    {mode}
+        Default 'nearest'.
+    {allow_rechunk}
+
+    Returns
+    -------
+    {returns}
+
+    Raises
+    ------
+    ValueError
+        An odd ``accuracy`` or one below 2, a ``spacing`` of zero, an unknown ``mode``, a 0-d
+        ``x``, or, with ``allow_rechunk=False``, dask chunks thinner than the stencil's reach.
+    TypeError
+        ``x`` of a dtype distconv does not process (float16, object, strings), or a
+        non-integer ``accuracy``.
+
+    See Also
+    --------
+    derivative : One derivative along one axis.
+    gaussian_laplace : The Laplacian of a Gaussian-smoothed input.
+    scipy.ndimage.laplace : The 3-point Laplacian.
+
+    Examples
+    --------
+    >>> dc.laplace(np.array([[0, 0, 0], [0, 1, 0], [0, 0, 0]])).tolist()
+    [[0.0, 1.0, 0.0], [1.0, -4.0, 1.0], [0.0, 1.0, 0.0]]
+    >>> x4 = np.arange(7.0) ** 4  # its second derivative is 12 x**2
+    >>> dc.laplace(x4)[1:5].tolist(), dc.laplace(x4, accuracy=4)[2:5].round(6).tolist()
+    ([14.0, 50.0, 110.0, 194.0], [48.0, 108.0, 192.0])
+    """
     _, accuracy = _check(2, accuracy)
     x = checks.nonzero_ndim(checks.as_array(x, kinds=checks.SUPPORTED_KINDS + "c"))
     hs = checks.per_axis(spacing, x.ndim, "spacing")

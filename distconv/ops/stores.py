@@ -18,6 +18,13 @@ from ..engine.location import absolute, join
 def to_zarr(x, path: str, *, overwrite: bool = False, client=None) -> dict:
     """Write ``x`` to a new Zarr store, through distconv's engine where it can take the work.
 
+    A lazy result of distconv stencils (filters, derivatives, laplace, fused as they were
+    called), possibly then a scan along an axis, over an array read whole from a Zarr store
+    (``da.from_zarr``, ``xr.open_zarr``) runs on the engine that ``distconv run`` uses: one
+    task per block from read to write, and the output is distconv's sharded Zarr v3, which
+    plain zarr-python and ``xr.open_zarr`` read. Anything else is written by dask, and the
+    returned report says why.
+
     Parameters
     ----------
     x : numpy.ndarray, cupy.ndarray, dask.array.Array, xarray.DataArray or xarray.Dataset
@@ -40,8 +47,23 @@ def to_zarr(x, path: str, *, overwrite: bool = False, client=None) -> dict:
     Raises
     ------
     OutputError
-        ``path`` holds something distconv did not write, or a finished output without
-        ``overwrite=True``; nothing is touched then.
+        (a ValueError) ``path`` holds something distconv did not write, or a finished output
+        without ``overwrite=True``; nothing is touched then.
+
+    See Also
+    --------
+    dask.array.to_zarr, xarray.Dataset.to_zarr : dask's and xarray's writers.
+
+    Examples
+    --------
+    >>> dc.to_zarr(np.arange(12).reshape(3, 4), "in.zarr")["why"]
+    'a numpy array, not a lazy one read from Zarr'
+    >>> import dask.array as da
+    >>> smooth = dc.uniform_filter(da.from_zarr("in.zarr"), 3)
+    >>> dc.to_zarr(smooth, "smooth.zarr")["path"]
+    'engine'
+    >>> da.from_zarr("smooth.zarr").compute().tolist()
+    [[1, 2, 3, 3], [4, 5, 6, 6], [6, 7, 8, 8]]
     """
     path = absolute(path)  # the workers' folder may be another's (a kept cluster started elsewhere)
     if checks.array_kind(x) == "xarray" and hasattr(x, "data_vars"):

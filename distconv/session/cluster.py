@@ -170,9 +170,49 @@ def dashboard_link(client, cfg: dict) -> str:
 
 @contextlib.contextmanager
 def cluster(config=None, *, quiet: bool = False):
-    """Context manager yielding a dask Client on the configured cluster.
+    """A dask Client on the configured cluster, as a context manager.
 
-    ``config``: path to a YAML file, a dict, or None (./cluster.yaml, else the defaults).
+    The config's ``type`` picks the cluster: 'auto' (default) starts a LocalCUDACluster with
+    one worker per visible GPU where there are GPUs and the GPU extra is installed, else a
+    LocalCluster of CPU workers; 'cuda' and 'cpu' ask for one of them; 'address' connects to
+    a running scheduler (other nodes' workers included). A cluster kept running by
+    ``distconv cluster start`` with the same config is joined instead of started. A cluster
+    started here closes when the block ends; an existing one is left running. The client
+    itself never touches a GPU.
+
+    Parameters
+    ----------
+    config : str, os.PathLike, dict or None, optional
+        A YAML file (its keys at the top or under ``cluster:``), a dict of the same keys, or
+        None: ./cluster.yaml if present, else the defaults. Keys: type, address, n_workers,
+        threads_per_worker, processes, memory_limit, device_memory_limit, rmm_pool_size,
+        protocol, dashboard_address, host, local_directory, tls, timeout.
+    quiet : bool, optional
+        Print nothing (default False: the dashboard's address, or the kept cluster joined).
+
+    Yields
+    ------
+    client : distributed.Client
+        The client, also dask's default while the block runs: distconv's lazy results and
+        ``dc.to_zarr`` compute on its cluster.
+
+    Raises
+    ------
+    ClusterConfigError
+        (a ValueError) An unknown key or a bad value in the config (every problem at once),
+        a missing config file, 'cuda' without a GPU or the GPU extra, or a scheduler address
+        that cannot be reached.
+
+    See Also
+    --------
+    to_zarr : Writes through the engine on this cluster.
+
+    Examples
+    --------
+    >>> config = {"type": "cpu", "processes": False, "n_workers": 1, "dashboard_address": None}
+    >>> with dc.cluster(config, quiet=True) as client:
+    ...     print(len(client.scheduler_info()["workers"]))
+    1
     """
     from distributed import Client
 
