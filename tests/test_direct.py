@@ -55,7 +55,7 @@ def test_chain_equals_scipy_across_blocks_and_shards(tmp_path, small_blocks, sha
     got = out[...]
     assert np.isfinite(got).all()
     np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-4)
-    job, _, _ = direct.plan(wf, False, x.ndim, x.dtype, x.shape, chunks)
+    job, _, _ = direct.plan(wf, False)
     assert len(job.row_blocks) > 2
 
 
@@ -103,7 +103,7 @@ def test_resume_writes_only_missing_blocks(tmp_path, small_blocks):
     clean = _stored(out)[...]
     (out / ownership.COMPLETE).unlink()
     x = _stored(wf.input["path"])
-    job, _, _ = direct.plan(wf, False, x.ndim, x.dtype, x.shape, x.chunks)
+    job, _, _ = direct.plan(wf, False)
     leave_block_marks(out, [engine.block_mark(job, i) for i in range(1, len(job.row_blocks))])
     victim = next((out / "c").iterdir())
     for f in victim.rglob("*"):
@@ -227,7 +227,7 @@ def test_distconv_output_as_input_reads_its_shards(tmp_path, small_blocks):
     p.write_text(yaml.safe_dump(doc))
     wf2 = batch.load(p)
     src = _stored(wf.outputs["path"])
-    job, _, _ = direct.plan(wf2, False, 2, src.dtype, src.shape, src.chunks, src.metadata.to_dict())
+    job, _, _ = direct.plan(wf2, False)
     assert job.src_layout is not None
     s = batch.run(wf2, progress=False)
     assert s["path"] == "direct"

@@ -62,7 +62,7 @@ def _handed(tmp_path, *args, env=None, **kw):
 
 @pytest.mark.slow
 def test_runs_on_a_kept_cluster_are_handed_to_its_warm_process(tmp_path):
-    """The kept cluster's warm process runs `distconv run` for it (distconv/handoff.py): in the
+    """The kept cluster's warm process runs `distconv run` for it (distconv/session/handoff.py, warm.py): in the
     caller's directory and environment, with its messages, exit codes and Ctrl-C."""
     import json
     import signal

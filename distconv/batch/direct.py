@@ -14,14 +14,13 @@ import numpy as np
 
 from .. import engine
 from ..core.checks import DistconvWarning
-from ..core.stencil import ScanStep, Stencil, identity
-from ..graph.declared import declared
-from ..graph.declared import fusing
-from ..ops.filters import chain_name, fused_chain, stencil_of
+from ..core.stencil import ScanStep, Stencil
+from ..engine.location import join
+from ..engine.storage import dataset_array_name
+from ..graph.declared import declared, fusing
 from ..ops.histograms import planned_edges
 from ..ops.registry import OPS
-from ..ops.scans import scan_step
-from .inputs import region_box, whole_input
+from .inputs import region_box, stored_input, whole_input
 from .workflow import Workflow, region_edges
 
 
@@ -45,34 +44,28 @@ def why_not(wf: Workflow) -> str | None:
     return None
 
 
-def takes(wf: Workflow, arr) -> bool:
-    """Does ``wf`` run on the direct path (and write its sharded layout)? ``arr``: its lazy
-    input (inputs.lazy_input)."""
-    if why_not(wf) is not None:
+def takes(wf: Workflow) -> bool:
+    """Does ``wf`` run on the direct path (and write its sharded layout)?"""
+    if why_not(wf) is not None or 0 in whole_input(wf).shape:
         return False
-    if "variable" in wf.input:
-        return dataset_chain(wf)[1] is not None
-    return _steps(wf, arr.ndim, arr.dtype)[2] is None
+    if stored_input(wf) is None:  # a synthetic input not written yet: the steps' chain decides
+        result, unfused = _planned(wf)
+        return unfused is None and engine.stencil_chain(getattr(result, "data", result))[1] is not None
+    return chain(wf)[1] is not None
 
 
-def dataset_chain(wf: Workflow):
-    """The steps over the dataset variable of ``wf`` read whole (lazy, as xr.open_zarr gives
-    it; a region is the engine's window, not a cut), as the engine runs them: (why it cannot,
-    None, result) or (None, (zarr.Array, its folder or URL, the fused Stencil, the scan after
-    it or None), result), ``result`` the lazy DataArray the steps make over the region."""
-    result = whole_input(wf)
-    unfused = None  # the first step whose result is not one stencil or scan the engine can take
-    with warnings.catch_warnings():
-        # storage chunks thinner than a halo: the engine cuts its own blocks, and the general
-        # path, where it runs, says so as it builds its graph
-        warnings.filterwarnings("ignore", message="axis .*: chunks too thin", category=DistconvWarning)
-        for i, (op, params) in enumerate(wf.steps, 1):
-            result = OPS[op].named(result, **params)
-            if unfused is None and declared(result.data, (Stencil, ScanStep)) is None and fusing():
-                unfused = _not_one_stencil(i, op, params)
-    reason, found = engine.engine_chain(result.data)
+def chain(wf: Workflow):
+    """The steps over the whole input (lazy; a region is the engine's window, not a cut), as
+    the engine runs them: (why it cannot, None, result) or (None, (zarr.Array, its folder or
+    URL, the fused Stencil, the scan after it or None), result); ``result`` is the lazy
+    DataArray the steps make over a dataset variable's region (None for an array)."""
+    result, unfused = _planned(wf)
+    dataset = hasattr(result, "dims")
+    reason, found = engine.engine_chain(result.data if dataset else result)
     if found is None and unfused is not None:
         reason = unfused
+    if not dataset:
+        return reason, found, None
     region = wf.input.get("region")
     if region:
         box = region_box(region, result.shape, result.dims)
@@ -80,11 +73,40 @@ def dataset_chain(wf: Workflow):
     return reason, found, result
 
 
+def _planned(wf: Workflow):
+    """(the steps' lazy result over the whole input, why the first step that did not make one
+    stencil or scan did not, or None). An array is planned over one lazy chunk of it, never
+    computed: the engine cuts its own blocks, and storage chunks thinner than a halo would be
+    merged first, hiding the chain behind the merge."""
+    import dask.array as da
+
+    whole, dataset = whole_input(wf), "variable" in wf.input
+    if dataset:
+        result = whole
+    else:
+        z = stored_input(wf)
+        result = (da.from_zarr(z, chunks=z.shape) if z is not None
+                  else da.zeros(whole.shape, whole.dtype, chunks=whole.shape))
+    unfused = None
+    with warnings.catch_warnings():
+        # a dataset's storage chunks thinner than a halo: the engine cuts its own blocks, and the
+        # general path, where it runs, says so as it builds its graph
+        warnings.filterwarnings("ignore", message="axis .*: chunks too thin", category=DistconvWarning)
+        for i, (op, params) in enumerate(wf.steps, 1):
+            result = OPS[op].named(result, **params) if dataset else OPS[op].func(result, **params)
+            made = declared(result.data if dataset else result, (Stencil, ScanStep))
+            if unfused is None and made is None and fusing():
+                unfused = _not_one_stencil(i, op, params)
+    return result, unfused
+
+
 def _not_one_stencil(i: int, op: str, params: dict) -> str:
     """Why step ``i`` (an op the registry calls a stencil) did not make one stencil here, in
     the workflow's words."""
     if params.get("nan_policy") == "omit":
         return _omit(i, op)
+    if OPS[op].scan and params.get("axis") is None:
+        return f"step {i} ({op}) with axis: null scans the flattened array, which the engine does not"
     if op == "laplace":
         return (f"step {i} (laplace) over some of the input's dims, or with a mode per dim, is a sum of "
                 "second derivatives, not one stencil the engine runs")
@@ -106,41 +128,28 @@ def bins_of(wf: Workflow, dtype):
     return edges, (kernel_edges, uniform)
 
 
-def _steps(wf: Workflow, ndim: int, dtype):
-    """(the fused stencil chain, the scan after it or None, why the engine cannot run them or
-    None)."""
-    steps = list(wf.steps)
-    last = steps.pop() if OPS[steps[-1][0]].scan else None
-    stencils, step_dtype = [], dtype
-    for i, (op, params) in enumerate(steps, 1):
-        if params.get("nan_policy") == "omit" and np.dtype(step_dtype).kind == "f":
-            return None, None, _omit(i, op)  # integers have no NaN: omit is the plain filter there
-        stencils.append(stencil_of(OPS[op].func, ndim, step_dtype, **params))
-        step_dtype = stencils[-1].result_dtype(step_dtype)
-    if any(any(s.periodic) for s in stencils):  # wrap reads its halo from the far edge
-        return None, None, engine.WRAP_REASON
-    # task names read as the steps on the dashboard and in the summary: distconv-gaussian-laplace
-    chain = fused_chain(stencils, chain_name(stencils)) if stencils else None
-    if last is None:
-        return chain, None, None
-    # the scan runs over the chain's result
-    scan = scan_step(OPS[last[0]].func, ndim, chain.result_dtype(dtype) if chain else dtype, **last[1])
-    if scan.axis is None:
-        return None, None, f"{last[0]} with axis: null (it scans the flattened array)"
-    return chain or identity(ndim, scan.name), scan, None
+def plan(wf: Workflow, gpu: bool):
+    """(the engine's job, numpy histogram edges or None, None), or (None, None, why the engine
+    cannot run the steps)."""
+    return planned_job(wf, gpu)[:3]
 
 
-def plan(wf: Workflow, gpu: bool, ndim: int, dtype, shape, storage_chunks, src_meta=None):
-    """(job, numpy histogram edges or None, None), or (None, None, why the engine cannot run
-    the steps)."""
+def planned_job(wf: Workflow, gpu: bool):
+    """plan()'s (job, edges, why), then the zarr.Array the job reads and, for a dataset
+    variable, the lazy DataArray of its result over the region (the output dataset's frame)."""
+    shape = whole_input(wf).shape
     if 0 in tuple(shape):  # no blocks to cut; dask's path writes the empty output
-        return None, None, f"the input is empty (shape {tuple(shape)})"
-    st, scan, why = _steps(wf, ndim, dtype)
-    if why is not None:
-        return None, None, why
-    job, edges = job_of(wf, wf.input["path"], wf.outputs["path"], st, scan, gpu, shape, dtype, storage_chunks,
-                        src_meta)
-    return job, edges, None
+        return None, None, f"the input is empty (shape {tuple(shape)})", None, None
+    why, found, result = chain(wf)
+    if found is None:
+        return None, None, why, None, None
+    z, src, st, scan = found
+    dst = str(wf.outputs["path"])
+    if result is not None:  # a dataset variable: its array inside the output dataset
+        dst = join(dst, dataset_array_name(result))
+    job, edges = job_of(wf, src, dst, st, scan, gpu, z.shape, z.dtype, z.chunks, z.metadata.to_dict(),
+                        None if result is None else list(map(str, result.dims)))
+    return job, edges, None, z, result
 
 
 def job_of(wf: Workflow, src: str, dst: str, st, scan, gpu: bool, shape, dtype, storage_chunks, src_meta=None,

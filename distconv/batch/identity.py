@@ -23,7 +23,7 @@ def job(wf: Workflow) -> dict:
         "variable": inp.get("variable"),
         "region": inp.get("region"),
         "region_edges": region_edges(inp),
-        "layout": {"sharded": _direct(wf, arr), "codec": wf.outputs.get("codec", "zstd"),
+        "layout": {"sharded": _direct(wf), "codec": wf.outputs.get("codec", "zstd"),
                    "chunks": wf.outputs.get("chunks")},
         "input": {"path": where.key(), "shape": list(arr.shape), "dtype": str(arr.dtype),
                   "stamp": where.stamp() if where.exists() else None},
@@ -31,11 +31,11 @@ def job(wf: Workflow) -> dict:
     })
 
 
-def _direct(wf: Workflow, arr) -> bool:
+def _direct(wf: Workflow) -> bool:
     """Does the run write the direct path's sharded layout (else zarr's plain chunks)?"""
     from .direct import takes
 
-    return takes(wf, arr)
+    return takes(wf)
 
 
 def _version() -> str:

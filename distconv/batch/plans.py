@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from .. import engine
 from ..engine import ownership, storage
-from ..engine.location import join
 from . import direct
-from .inputs import cut_result, open_input, stored_input, whole_input
+from .inputs import cut_result, open_input, whole_input
 from .outputs import histogram_output, write_histogram
 from .steps import step_function
 from .workflow import Workflow
@@ -95,16 +94,5 @@ def _direct(wf: Workflow, gpu: bool):
     why = direct.why_not(wf)
     if why is not None:
         return why
-    out_path = wf.outputs["path"]
-    if "variable" in wf.input:
-        reason, found, result = direct.dataset_chain(wf)
-        if found is None:
-            return reason
-        src, src_path, st, scan = found
-        array_path = join(str(out_path), storage.dataset_array_name(result))
-        job, edges = direct.job_of(wf, src_path, array_path, st, scan, gpu, src.shape, src.dtype, src.chunks,
-                                   src.metadata.to_dict(), list(map(str, result.dims)))
-        return Direct(wf, job, edges, src, result)
-    src = stored_input(wf)
-    job, edges, why = direct.plan(wf, gpu, src.ndim, src.dtype, src.shape, src.chunks, src.metadata.to_dict())
-    return why if job is None else Direct(wf, job, edges, src, None)
+    job, edges, why, src, result = direct.planned_job(wf, gpu)
+    return why if job is None else Direct(wf, job, edges, src, result)

@@ -1,9 +1,8 @@
 """A stencil: a per-block function that reads a halo of fixed depth, and how consecutive
 stencils compose into one (the summed halo, one pass over memory per block).
 
-``Probe`` is a zero-size stand-in array: a filter called on one returns its Stencil instead of
-running, so the ops can be planned (fused chains, storage-to-storage jobs) with every argument
-checked exactly as a real call checks it.
+A planned job reads the chain from the lazy result itself: each op declares the step it ran on
+its graph layer (graph/declared.py), and the engine plans from those.
 """
 
 from __future__ import annotations
@@ -18,14 +17,6 @@ from . import ops as core_ops
 from .arrays import array_module
 from .modes import mode_of, one_mode
 from .tile import Tile
-
-
-class Probe(np.ndarray):
-    """A zero-size array of a given ndim and dtype; filters return their Stencil for it."""
-
-    @classmethod
-    def like(cls, ndim: int, dtype) -> "Probe":
-        return np.empty((1,) * ndim, dtype=dtype).view(cls)
 
 
 @dataclass(frozen=True)

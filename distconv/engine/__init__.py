@@ -17,7 +17,7 @@ accessor's ``to_zarr``).
   removed), location.py (local folders and object stores alike)
 """
 
-from .chain import WRAP_REASON, Plan, engine_chain, gpu_blocks, plan_write
+from .chain import WRAP_REASON, Plan, engine_chain, gpu_blocks, plan_write, stencil_chain
 from .compute import compute, write
 from .config import batch_bytes, device_blocks, held_bytes, io_slots, open_with_settings, prewarm_enabled, zarr_settings
 from .job import graph, run_block
@@ -29,4 +29,4 @@ from .output import create_output, shard_shape
 __all__ = ["Job", "Plan", "WRAP_REASON", "batch_bytes", "block_mark", "compute", "create_output",
            "device_blocks", "engine_chain", "gpu_blocks", "graph", "held_bytes", "io_slots", "local_blocks",
            "open_with_settings", "plan", "plan_write", "prewarm_enabled", "run_block", "shard_shape",
-           "workers", "write", "zarr_settings"]
+           "stencil_chain", "workers", "write", "zarr_settings"]

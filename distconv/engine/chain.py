@@ -25,6 +25,23 @@ class Plan:
 def engine_chain(data):
     """(None, (the zarr.Array ``data`` reads, its folder or URL, the fused Stencil made of it,
     the scan after it or None)), or (why the engine cannot run ``data``, None)."""
+    why, made = stencil_chain(data)
+    if made is None:
+        return why, None
+    source, st, scan = made
+    z, why = storage.zarr_source(source)
+    if z is None:
+        return why, None
+    src, why = storage.store_path(z)
+    if src is None:
+        return why, None
+    return None, (z, src, st, scan)
+
+
+def stencil_chain(data):
+    """(None, (the array ``data``'s declared chain reads, the fused Stencil, the scan after it
+    or None)), or (why ``data`` is not such a chain, None): what engine_chain asks before the
+    array it reads."""
     from ..core import checks
 
     if checks.array_kind(data) != "dask":
@@ -38,15 +55,9 @@ def engine_chain(data):
                 "operation (laplace over some of the dims, or with a mode per dim, is a sum of second "
                 "derivatives; nan_policy='omit' divides two filters)"), None
     source, st = fused if fused is not None else (data, identity(data.ndim, scan.name))
-    z, why = storage.zarr_source(source)
-    if z is None:
-        return why, None
     if any(st.periodic):
         return WRAP_REASON, None
-    src, why = storage.store_path(z)
-    if src is None:
-        return why, None
-    return None, (z, src, st, scan)
+    return None, (source, st, scan)
 
 
 WRAP_REASON = "a step's mode is wrap (its halo comes from the far edge of the array)"

@@ -5,7 +5,7 @@ A fresh worker's first blocks page-lock their staging buffers (each I/O slot's e
 two blocks of a cold 8 GiB job spent 1.0-1.5 s in their encode against 0.25 s for later ones,
 and the first batch 0.6 s against 0.1 s in its upload (NOTES.md, 2026-11-24): page-locking
 serializes with the job's own CUDA calls. A GPU worker of a cluster distconv starts
-(cluster.make_cluster) runs ``warm`` in a thread from its start, beside its registration with
+(session.cluster.make_cluster) runs ``warm`` in a thread from its start, beside its registration with
 the scheduler and the client's submission of the job; the blocks then find the buffers in place
 (the device object's staging hands one buffer per key, allocated once). dask config
 ``distconv.prewarm``: False turns it off (a worker that will run no engine job holds ~2.5 GiB

@@ -15,7 +15,7 @@ from .. import backends
 from ..core import checks
 from ..core.arrays import on_data
 from ..core.modes import canonical_mode, one_mode
-from ..core.stencil import Probe, Stencil, chain, mask_depth, passes_depth
+from ..core.stencil import Stencil, chain, mask_depth, passes_depth
 from ..graph.declared import FUSE_KEY, declared, fusing  # noqa: F401  (FUSE_KEY: the switch tests set)
 from . import docs
 
@@ -25,11 +25,9 @@ from . import docs
 
 
 def _filter(x, func, depth: tuple, mode, name: str, allow_rechunk: bool, dtype=None):
-    """``func`` (tile -> centre) over ``x``: the Stencil for a Probe, the backend on a whole
-    numpy/cupy array, one halo task per chunk on dask. ``dtype``: of the result (None: x's)."""
+    """``func`` (tile -> centre) over ``x``: the backend on a whole numpy/cupy array, one halo
+    task per chunk on dask. ``dtype``: of the result (None: x's)."""
     st = Stencil(func, tuple(depth), mode, name, None if dtype is None else np.dtype(dtype))
-    if isinstance(x, Probe):  # planning: the checked stencil, nothing run
-        return st
 
     def run(data):
         if checks.array_kind(data) == "dask":
@@ -74,11 +72,6 @@ def _joined(a: str, b: str) -> str:
 def _fused(a: Stencil, b: Stencil) -> Stencil:
     """``a`` then ``b`` as one stencil (fused_chain)."""
     return fused_chain([a, b], _joined(a.name, b.name))
-
-
-def chain_name(stencils: list[Stencil]) -> str:
-    """The task name of a chain: its steps', distconv-gaussian-laplace."""
-    return "distconv-" + "-".join(s.name.removeprefix("distconv-") for s in stencils)
 
 
 def fused_chain(stencils: list[Stencil], name: str | None = None) -> Stencil:
@@ -222,8 +215,6 @@ def linear(x, weights, cval, output, run, conjugate: bool = False):
     cw = weights is not None and np.iscomplexobj(weights)
     if not (cx or cw or (dt is not None and dt.kind == "c")):
         return deliver(run(x, weights, cval, dt), output)
-    if isinstance(x, Probe):
-        raise checks.DtypeError(f"a workflow step takes real data, got dtype {x.dtype}")
     if not isinstance(cval, numbers.Number) or (np.iscomplexobj(cval) and not cx):
         raise ValueError(f"cval must be a number (complex only for a complex input), got {cval!r}")
     cdt = dt or np.promote_types(x.dtype, np.complex64)
@@ -518,12 +509,3 @@ def convolve1d(x, weights, axis=-1, mode="reflect", cval=0.0, origin=0, *, outpu
     """
     return linear(x, weights, cval, output, lambda d, w, c, dt: correlate_along(
         d, w, axis, mode, c, origin, True, "distconv-convolve-axis", allow_rechunk, dt))
-
-
-def stencil_of(op, ndim: int, dtype, *args, **params) -> Stencil:
-    """The Stencil that ``op(x, *args, **params)`` would run on an array of ``ndim`` and
-    ``dtype`` (every argument checked as in a real call), for fused chains and storage jobs."""
-    st = op(Probe.like(ndim, dtype), *args, **params)
-    if not isinstance(st, Stencil):
-        raise TypeError(f"{getattr(op, '__name__', op)!r} is not a stencil op")
-    return st

@@ -15,8 +15,8 @@ class Op:
     func: Callable                    # on numpy, cupy, dask or xarray arrays (axes)
     named: Callable | None = None     # on a DataArray by dim names (the accessors)
     step: bool = False                # a shape-preserving workflow step
-    stencil: bool = False             # plans to a Stencil (filters.stencil_of): fusable
-    scan: bool = False                # plans to a ScanStep (scans.scan_step): the engine's last step
+    stencil: bool = False             # declares a Stencil on its graph layer: fusable
+    scan: bool = False                # declares a ScanStep: the engine's last step
 
 
 def _ops():

@@ -10,7 +10,7 @@ from .. import backends
 from ..core import checks
 from ..core import ops as core_ops
 from ..core.arrays import on_data
-from ..core.stencil import Probe, ScanStep, nan_as_identity
+from ..core.stencil import ScanStep, nan_as_identity
 from . import docs
 
 
@@ -76,11 +76,6 @@ def scan(x, op="add", axis=None, exclusive=False, dtype=None, skipna=False):
     op = core_ops.check_op(op)
     if not isinstance(skipna, bool):
         raise TypeError(f"skipna must be True or False, got {skipna!r}")
-    if isinstance(x, Probe):  # planning: the checked step, nothing run
-        out_dtype = core_ops.result_dtype(op, x.dtype, dtype)
-        _check_exclusive(exclusive)
-        return ScanStep(backends.scan, op, None if axis is None else checks.axis(axis, max(x.ndim, 1)), exclusive,
-                        out_dtype, skipna and np.dtype(x.dtype).kind in "fc")
     x = checks.as_array(x)
     out_dtype = core_ops.result_dtype(op, x.dtype, dtype)
     _check_exclusive(exclusive)
@@ -110,12 +105,6 @@ def scan(x, op="add", axis=None, exclusive=False, dtype=None, skipna=False):
 def _check_exclusive(exclusive):
     if not isinstance(exclusive, bool):
         raise TypeError(f"exclusive must be True or False, got {exclusive!r}")
-
-
-def scan_step(func, ndim: int, in_dtype, /, **params) -> ScanStep:
-    """The ScanStep that ``func(x, **params)`` (scan, cumsum, ...) would run on an array of
-    ``ndim`` and ``in_dtype``, every argument checked as in a real call."""
-    return func(Probe.like(ndim, in_dtype), **params)
 
 
 @docs.fill
