@@ -187,3 +187,16 @@ def test_a_run_on_a_terminal_that_succeeds_prints_no_error(tmp_path):
         assert proc.wait(timeout=30) == 0, text
         assert "Completed" in text and "GB/s" in text, text  # the bar was drawn: a terminal
         assert "ERROR" not in text and "CancelledError" not in text and "Traceback" not in text, text
+
+
+def test_info_names_the_cluster_file_and_what_a_run_starts(tmp_path, monkeypatch):
+    c = tmp_path / "c.yaml"
+    c.write_text("cluster:\n  type: cpu\n  n_workers: 3\n  threads_per_worker: 2\n  memory_limit: 4GiB\n")
+    res = CliRunner().invoke(main, ["info", "--cluster", str(c)])
+    assert res.exit_code == 0, res.output
+    assert f"cluster config: {c.resolve()}" in res.output
+    assert "starts 3 workers x 2 threads, memory 4GiB" in res.output, res.output
+    monkeypatch.chdir(tmp_path)  # no cluster.yaml here: the defaults, said so
+    res = CliRunner().invoke(main, ["info"])
+    assert "cluster config: the defaults (no --cluster, and no cluster.yaml in this folder)" in res.output
+    assert "starts " in res.output and " worker" in res.output and "memory " in res.output

@@ -98,6 +98,8 @@ def test_bovw_on_sample_images(tmp_path):
     (lambda d: d["input"].update(path="nowhere.zarr", synthetic=None) or d["input"].pop("synthetic"), "does not exist"),
     (lambda d: d["outputs"].update(path=d["input"]["path"]), "is the input path"),
     (lambda d: d["steps"].append({"op": "blur"}), "step 3: unknown op 'blur'"),
+    (lambda d: d["steps"].append({"op": "guassian_filter"}), "unknown op 'guassian_filter' \\(did you mean 'gaussian_filter'\\?\\)"),
+    (lambda d: d["outputs"].update(clusters=3), "outputs: unknown key 'clusters'"),
     (lambda d: d["steps"][0].update(sigmaa=1), "step 1 \\(gaussian_filter\\).*sigmaa"),
     (lambda d: d.update(outputz={}), "unknown key 'outputz'"),
     (lambda d: d["input"].update(region={0: [5000, 6000]}), r"input.region\[0\] is \[5000, 6000\]; it needs 0 <= start < stop <= 32"),

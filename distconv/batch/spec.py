@@ -28,7 +28,7 @@ from .workflow import REGION_EDGES, Workflow, WorkflowError, region_edges
 
 TOP_KEYS = {"name", "kind", "input", "chunks", "steps", "outputs", "overwrite", "device", "report"}
 INPUT_KEYS = {"path", "variable", "synthetic", "region", "region_edges", "images"}
-OUTPUT_KEYS = {"path", "codec", "chunks", "histogram", "clusters"}
+OUTPUT_KEYS = {"path", "codec", "chunks", "histogram"}
 SYNTH_KEYS = {"shape", "chunks", "dtype", "seed", "dims"}
 HIST_KEYS = {"bins", "range", "json", "png"}
 BOVW_STEP_KEYS = {"patch", "n_clusters", "image_clusters", "seed"}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+
 from ..ops.registry import OPS, STEPS
 
 
@@ -13,5 +15,7 @@ def step_function(op: str, dims: bool):
     """The callable for a step: the array function, or (``dims``: the input is a dataset
     variable) the named form that takes dimension names."""
     if op not in STEPS:
-        raise UnknownStep(f"unknown op {op!r}; allowed: {', '.join(STEPS)}")
+        near = difflib.get_close_matches(str(op), list(STEPS), n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise UnknownStep(f"unknown op {op!r}{hint}; allowed: {', '.join(STEPS)}")
     return OPS[op].named if dims else OPS[op].func

@@ -25,8 +25,22 @@ def _security(cfg: dict):
                     tls_client_key=t.get("key"), require_encryption=True)
 
 
-def make_cluster(cfg: dict):
+def workers_of(cfg: dict) -> tuple:
+    """(kind, workers, threads per worker) of the local cluster ``cfg`` starts: 'cuda', one
+    worker per visible GPU (or n_workers), 8 threads each; 'cpu', up to 4 workers sharing the
+    cores."""
     kind = resolve_type(cfg)
+    if kind == "cuda":
+        from ..backends.devices import gpu_count
+
+        return kind, cfg["n_workers"] or gpu_count(), cfg["threads_per_worker"] or 8
+    cores = os.cpu_count() or 1
+    n = cfg["n_workers"] or min(4, cores)
+    return kind, n, cfg["threads_per_worker"] or max(1, cores // n)
+
+
+def make_cluster(cfg: dict):
+    kind, n, threads = workers_of(cfg)
     cfg = {**cfg, "dashboard_address": _free_dashboard(cfg["dashboard_address"])}
     common = {k: cfg[k] for k in ("dashboard_address", "local_directory", "memory_limit")
               if cfg[k] is not None}
@@ -37,14 +51,10 @@ def make_cluster(cfg: dict):
         if cfg["n_workers"]:
             kw["n_workers"] = cfg["n_workers"]
         # each worker page-locks the engine's staging as it starts (engine/prewarm.py)
-        return LocalCUDACluster(protocol=cfg["protocol"], host=cfg["host"],
-                                threads_per_worker=cfg["threads_per_worker"] or 8,
+        return LocalCUDACluster(protocol=cfg["protocol"], host=cfg["host"], threads_per_worker=threads,
                                 security=_security(cfg), preload=["distconv.engine.prewarm"], **kw, **common)
     from distributed import LocalCluster
 
-    cores = os.cpu_count() or 1
-    n = cfg["n_workers"] or min(4, cores)
-    threads = cfg["threads_per_worker"] or max(1, cores // n)
     if cfg["processes"]:
         common["host"] = cfg["host"]  # in-process workers talk inproc://, no socket to bind
         # a CPU cluster asked for on a GPU node runs its blocks on the CPUs: its workers see no GPU

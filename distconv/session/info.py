@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import shutil
 import subprocess
+from pathlib import Path
 
 from ..backends.devices import gpu_count, gpu_stack_available
-from .config import load_config, resolve_type
+from . import record
+from .cluster import workers_of
+from .config import load_config
 
 PACKAGES = ("distconv", "numpy", "scipy", "dask", "distributed", "zarr", "xarray",
             "cupy-cuda13x", "cupy-cuda12x", "cupy", "dask-cuda")
@@ -36,6 +40,7 @@ def gpus() -> list[str]:
 
 
 def report(cluster_path=None) -> str:
+    source = config_source(cluster_path)
     cfg = load_config(cluster_path)
     lines = ["distconv info", "versions:"]
     lines += [f"  {k}: {v}" for k, v in versions().items()]
@@ -43,7 +48,44 @@ def report(cluster_path=None) -> str:
     lines.append(f"gpus: {len(g) if g else gpu_count()}")
     lines += [f"  {line}  (index, name, memory, compute capability)" for line in g]
     lines.append(f"gpu stack (cupy + dask-cuda): {'yes' if gpu_stack_available() else 'no'}")
-    kind = cfg["type"] if cfg["type"] == "address" else resolve_type(cfg)
-    lines.append(f"cluster: type {cfg['type']} -> {kind}")
+    lines.append(f"cluster config: {source}")
+    lines.append(f"cluster: {what_starts(cfg)}")
     lines += [f"  {k}: {v}" for k, v in cfg.items() if v is not None]
     return "\n".join(lines)
+
+
+def config_source(cluster_path=None) -> str:
+    """Which cluster config a run reads (load_config's rule), in words."""
+    if cluster_path is not None:
+        return str(Path(cluster_path).resolve())
+    if Path("cluster.yaml").is_file():
+        return str(Path("cluster.yaml").resolve())
+    return "the defaults (no --cluster, and no cluster.yaml in this folder)"
+
+
+def what_starts(cfg: dict) -> str:
+    """What a run on ``cfg`` uses: the scheduler it connects to, the kept cluster it joins, or
+    the workers, threads and memory of the local cluster it starts."""
+    if cfg["type"] == "address":
+        return f"type address: connects to the scheduler at {cfg['address']}"
+    running = record.joinable(cfg)
+    if running:
+        return f"type {cfg['type']}: joins the kept cluster at {running} (distconv cluster status lists it)"
+    kind, n, threads = workers_of(cfg)
+    memory = cfg["memory_limit"]
+    if memory in (None, "auto"):
+        memory = f"{_total_memory() / max(n, 1) / 2**30:.1f} GiB each (the host's memory shared)"
+    device = ""
+    if kind == "cuda":
+        device = f", device memory limit {cfg['device_memory_limit'] or 'default'}"
+    return (f"type {cfg['type']} -> {kind}: starts {n} worker{'s' if n != 1 else ''} x {threads} "
+            f"thread{'s' if threads != 1 else ''}, memory {memory}{device}")
+
+
+def _total_memory() -> int:
+    try:
+        import psutil
+
+        return psutil.virtual_memory().total
+    except ImportError:  # psutil comes with distributed
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
