@@ -201,3 +201,36 @@ def test_a_nan_skipping_scan_of_a_variable_runs_on_the_engine(tmp_path, small_bl
     report = v.distconv.cumsum("time").distconv.to_zarr(str(tmp_path / "acc.zarr"))
     assert report["path"] == "engine", report
     np.testing.assert_allclose(xr.open_zarr(tmp_path / "acc.zarr").rain.values, ref, rtol=1e-5, atol=1e-4)
+
+
+def test_float_variables_get_xarrays_fill_value(tmp_path, rng):
+    """A float variable is written with NaN as its fill value and xarray's own _FillValue
+    attribute beside it (as xarray's .to_zarr writes it), integers with zarr's 0, on the engine
+    and on dask's path; a plain array's float output fills with NaN too."""
+    import json
+    import warnings
+
+    import xarray as xr
+
+    ds = xr.Dataset({"t": (("y", "x"), rng.standard_normal((40, 30)).astype(np.float32)),
+                     "n": (("y", "x"), rng.integers(0, 9, (40, 30)).astype(np.int32))})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zarr's note on consolidated metadata
+        ds.chunk({"y": 20}).to_zarr(str(tmp_path / "in.zarr"), mode="w", consolidated=True)
+        ds.to_zarr(str(tmp_path / "xarray.zarr"), mode="w")
+
+    def meta(path, v):
+        doc = json.loads((tmp_path / path / v / "zarr.json").read_text())
+        return str(doc["fill_value"]), doc["attributes"].get("_FillValue")
+
+    src = xr.open_zarr(str(tmp_path / "in.zarr"))
+    report = src.distconv.gaussian_filter({"y": 1.0, "x": 1.0}).distconv.to_zarr(str(tmp_path / "out.zarr"))
+    assert report["t"]["path"] == "engine"
+    ds.distconv.to_zarr(str(tmp_path / "mem.zarr"))  # numpy-backed: dask's path
+    for path in ("out.zarr", "mem.zarr"):
+        assert meta(path, "t") == meta("xarray.zarr", "t") == ("NaN", meta("xarray.zarr", "t")[1])
+        assert meta(path, "n") == meta("xarray.zarr", "n")
+    back = xr.open_zarr(str(tmp_path / "out.zarr"))
+    assert np.isnan(back.t.encoding["_FillValue"]) and back.t.dtype == np.float32
+    dc.to_zarr(dc.gaussian_filter(da.from_zarr(str(tmp_path / "in.zarr" / "t")), 1.0), str(tmp_path / "a.zarr"))
+    assert str(json.loads((tmp_path / "a.zarr" / "zarr.json").read_text())["fill_value"]) == "NaN"

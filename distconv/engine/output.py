@@ -3,7 +3,11 @@ Zarr: plain zarr-python, TensorStore and zarrs read it)."""
 
 from __future__ import annotations
 
+import base64
 import math
+import struct
+
+import numpy as np
 
 from . import ownership, shards
 from .location import Location
@@ -21,13 +25,27 @@ def shard_shape(storage: tuple, shape: tuple, itemsize: int) -> tuple:
     return tuple(shard)
 
 
+def fill_of(dtype, attrs: dict | None, dims=None) -> tuple:
+    """(the fill value, the attributes) of a new output of ``dtype``: NaN for floats, as xarray
+    writes them (an element no block wrote then reads as missing, never as a plausible 0), and
+    for a variable xarray reads (``dims``) xarray's own ``_FillValue`` attribute beside it
+    (xarray's zarr backend stores a float fill value as base64 of its float64 bytes)."""
+    attrs = dict(attrs or {})
+    if np.dtype(dtype).kind != "f":
+        return None, attrs  # zarr's default, 0, as xarray writes integers
+    if dims is not None:
+        attrs.setdefault("_FillValue", base64.standard_b64encode(struct.pack("<d", np.nan)).decode())
+    return np.nan, attrs
+
+
 def create_output(dst: str, shape, dtype, layout: shards.Layout, attrs: dict, dims=None):
     """The job's output array (sharded as ``layout``; ``dims``: Zarr's dimension names, which
     xarray reads)."""
     import zarr
 
+    fill, attrs = fill_of(dtype, attrs, dims)
     z = zarr.create_array(dst, shape=tuple(shape), shards=layout.shard, chunks=layout.inner,
-                          dtype=dtype, compressors=zarr.codecs.ZstdCodec(level=1),
+                          dtype=dtype, compressors=zarr.codecs.ZstdCodec(level=1), fill_value=fill,
                           attributes=attrs, overwrite=False, dimension_names=dims)
     if not shards.matches(z.metadata.to_dict(), layout):
         raise RuntimeError(f"zarr wrote a sharding layout distconv cannot write into: {z.metadata}")

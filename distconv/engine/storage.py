@@ -123,10 +123,13 @@ def create(path: str, shape, chunks, dtype, codec: str = "zstd", attrs=None, dim
     (zarr's overwrite deletes the whole folder)."""
     import zarr
 
+    from .output import fill_of
+
     chunks = tuple(max(1, int(c)) for c in chunks)  # Zarr's chunk sides are positive, an empty axis's too
+    fill, attrs = fill_of(dtype, attrs, dims)
     return zarr.create_array(str(path), shape=tuple(shape), chunks=chunks, dtype=dtype,
-                             compressors=_compressors(codec), overwrite=False,
-                             attributes=attrs or {}, dimension_names=dims)
+                             compressors=_compressors(codec), overwrite=False, fill_value=fill,
+                             attributes=attrs, dimension_names=dims)
 
 
 def to_device_blocks(arr: da.Array) -> da.Array:
