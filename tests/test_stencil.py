@@ -7,7 +7,7 @@ import pytest
 import distconv as dc
 from distconv.ops.stencils import central_coefficients
 
-from .helpers import assert_matches
+from .helpers import assert_matches, host
 
 
 def test_classic_eighth_order_coefficients():
@@ -70,3 +70,26 @@ def test_any_chunking_same_result_and_laplace(backend, rng):
 def test_bad_input(rng, call, match):
     with pytest.raises(ValueError, match=match):
         call(rng.standard_normal((5, 5)))
+
+
+@pytest.mark.parametrize("edge_order", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32])
+def test_edge_order_gives_numpy_gradients_one_sided_ends(backend, rng, edge_order, dtype):
+    a = (rng.standard_normal((13, 9)) * 10).astype(dtype)
+    for axis, h in ((0, 0.5), (1, 2.0)):
+        got = backend.run(dc.derivative, a, axis=axis, spacing=h, edge_order=edge_order)
+        want = np.gradient(a, h, axis=axis, edge_order=edge_order)
+        got = host(got.compute() if hasattr(got, "compute") else got)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == np.float32 else 1e-12, atol=1e-5)
+
+
+def test_edge_order_refuses_what_numpy_gradient_cannot_do():
+    a = np.arange(10.0)
+    for kw, match in (({"edge_order": 3}, "edge_order must be 1 or 2"),
+                      ({"edge_order": 1, "order": 2}, "order 1, accuracy 2"),
+                      ({"edge_order": 1, "accuracy": 4}, "order 1, accuracy 2")):
+        with pytest.raises(ValueError, match=match):
+            dc.derivative(a, 0, **kw)
+    with pytest.raises(ValueError, match="at least 3 elements"):
+        dc.derivative(np.arange(2.0), 0, edge_order=2)

@@ -118,3 +118,18 @@ def test_new_filters_by_dim_names(field):
     out = ds.distconv.maximum_filter({"time": 2})
     assert_matches(out.temp.data, ndi.maximum_filter(v, (2, 1, 1)))
     assert out.mask.equals(ds.mask)  # no time dim: passed through
+
+
+@pytest.mark.parametrize("edge_order", [1, 2])
+@pytest.mark.parametrize("chunked", [False, True])
+def test_derivative_edge_order_is_differentiates(rng, edge_order, chunked):
+    """Porting DataArray.differentiate: edge_order gives its one-sided ends, on a uniform
+    coordinate as on a non-uniform one, numpy-backed or dask-backed."""
+    for lon in (np.arange(0.0, 36.0, 1.5), np.cumsum(rng.uniform(0.5, 2.0, 24))):
+        t = xr.DataArray(rng.standard_normal((5, 24)), dims=("time", "lon"), coords={"lon": lon},
+                         attrs={"units": "K"})
+        t = t.chunk({"lon": 7}) if chunked else t
+        got = t.distconv.derivative("lon", edge_order=edge_order)
+        want = t.differentiate("lon", edge_order=edge_order)
+        np.testing.assert_allclose(got.values, want.values, rtol=1e-12, atol=1e-12)
+        assert got.dims == want.dims

@@ -65,7 +65,7 @@ def _spacing(da: xr.DataArray, dim: str, accuracy: int, order: int, datetime_uni
 
 
 @docs.fill
-def derivative(obj, dim, order=1, accuracy=2, spacing=None, mode="nearest", datetime_unit=None):
+def derivative(obj, dim, order=1, accuracy=2, spacing=None, mode="nearest", datetime_unit=None, edge_order=None):
     """Derivative along a named dim by central finite differences, spacing from its coordinate.
 
     ``da.distconv.derivative(dim)``: :func:`distconv.derivative` along ``dim``, the grid step
@@ -90,6 +90,10 @@ def derivative(obj, dim, order=1, accuracy=2, spacing=None, mode="nearest", date
         {mode_names}
     datetime_unit : {'W', 'D', 'h', 'm', 's', 'ms', 'us', 'ns'}, optional
         The unit of a time coordinate's step. Default 's'.
+    edge_order : {{1, 2}}, optional
+        One-sided differences at the ends, as ``DataArray.differentiate(dim,
+        edge_order=...)`` (order 1, accuracy 2). Default None: the central formula with
+        ``mode`` beyond the ends (a non-uniform coordinate: edge_order 1).
 
     Returns
     -------
@@ -123,10 +127,12 @@ def derivative(obj, dim, order=1, accuracy=2, spacing=None, mode="nearest", date
     if h is None:  # non-uniform coordinate: numpy.gradient's scheme (one-sided at the edges)
         time = _is_time(np.asarray(obj[dim].values))
         out = obj.astype(np.float64) if obj.dtype.kind in "biu" else obj
-        out = out.differentiate(dim, datetime_unit=_time_unit(datetime_unit)) if time else out.differentiate(dim)
+        ends = {"edge_order": edge_order or 1}
+        out = (out.differentiate(dim, datetime_unit=_time_unit(datetime_unit), **ends) if time
+               else out.differentiate(dim, **ends))
         out.encoding = {}
         return _with_units(out, obj, {dim: 1}, datetime_unit)
-    out = stencils.derivative(obj, one.axes[0], order, accuracy, h, mode)
+    out = stencils.derivative(obj, one.axes[0], order, accuracy, h, mode, edge_order=edge_order)
     return _with_units(out, obj, {dim: order}, datetime_unit)
 
 

@@ -66,15 +66,15 @@ def _float_result(x):
 
 
 @docs.fill
-def derivative(x, axis, order=1, accuracy=2, spacing=1.0, mode="nearest", *, allow_rechunk=True):
+def derivative(x, axis, order=1, accuracy=2, spacing=1.0, mode="nearest", *, edge_order=None, allow_rechunk=True):
     """Derivative along an axis by central finite differences of any order and accuracy.
 
     ``d^order x / d axis^order`` on a uniform grid of step ``spacing``, by the central
     difference whose error is O(spacing^accuracy): weights from Fornberg's algorithm over
     ``order + accuracy - 1`` points (rounded up to odd), one 1-D correlation pass. The boundary
-    ``mode`` supplies the values beyond the edges, so the edges use the same central formula
-    (unlike ``numpy.gradient``'s one-sided differences there). scipy.ndimage has no
-    counterpart.
+    ``mode`` supplies the values beyond the edges, so the edges use the same central formula;
+    ``edge_order`` gives ``numpy.gradient``'s one-sided differences there instead (and
+    ``DataArray.differentiate``'s, through the accessor). scipy.ndimage has no counterpart.
 
     Parameters
     ----------
@@ -92,6 +92,11 @@ def derivative(x, axis, order=1, accuracy=2, spacing=1.0, mode="nearest", *, all
         The grid step along ``axis``. Default 1.0.
     {mode}
         Default 'nearest'.
+    edge_order : {{1, 2}}, optional
+        One-sided differences of this accuracy at the first and last element along ``axis``,
+        as ``numpy.gradient(x, spacing, axis=axis, edge_order=edge_order)`` (``order=1`` and
+        ``accuracy=2`` only; ``mode`` is then not used). Default None: the central formula
+        everywhere, with ``mode`` beyond the edges.
     {allow_rechunk}
 
     Returns
@@ -102,8 +107,10 @@ def derivative(x, axis, order=1, accuracy=2, spacing=1.0, mode="nearest", *, all
     ------
     ValueError
         An ``order`` below 1, an odd ``accuracy`` or one below 2, a ``spacing`` of zero, an
-        unknown ``mode``, an ``axis`` out of range, or, with ``allow_rechunk=False``, dask
-        chunks thinner than the stencil's reach.
+        unknown ``mode``, an ``axis`` out of range, an ``edge_order`` other than 1 or 2 (or
+        with another ``order`` or ``accuracy``, or fewer than ``edge_order + 1`` elements
+        along ``axis``), or, with ``allow_rechunk=False``, dask chunks thinner than the
+        stencil's reach.
     TypeError
         ``x`` of a dtype distconv does not process (float16, object, strings), or a
         non-integer ``axis``, ``order`` or ``accuracy``.
@@ -122,15 +129,50 @@ def derivative(x, axis, order=1, accuracy=2, spacing=1.0, mode="nearest", *, all
     [4.0, 8.0, 8.0, 8.0, -28.0]
     >>> dc.derivative(np.arange(6.0).reshape(2, 3), axis=1).tolist()
     [[0.5, 1.0, 0.5], [0.5, 1.0, 0.5]]
+    >>> dc.derivative(np.arange(5.0) ** 2, 0, edge_order=2).tolist()
+    [0.0, 2.0, 4.0, 6.0, 8.0]
     """
     order, accuracy = _check(order, accuracy)
     h = checks.real(spacing, "spacing")
     if h == 0:
         raise ValueError("spacing must not be zero")
+    if edge_order is not None:
+        return _one_sided_ends(checks.as_array(x, kinds=checks.SUPPORTED_KINDS + "c"), axis, order, accuracy, h,
+                               edge_order)
     w = central_coefficients(order, accuracy) / h**order
     x = checks.as_array(x, kinds=checks.SUPPORTED_KINDS + "c")
     return linear(x, w, 0.0, _float_result(x), lambda d, w, c, dt: correlate_along(
         d, w, axis, mode, c, 0, False, "distconv-derivative", allow_rechunk, dt), conjugate=True)
+
+
+def _one_sided_ends(x, axis, order: int, accuracy: int, h: float, edge_order):
+    """numpy.gradient's scheme along ``axis``: the central accuracy-2 first difference inside,
+    one-sided differences of ``edge_order`` at the two ends (numpy, cupy and dask alike; dask's
+    chunks along ``axis`` grown where thinner than the ends' reach)."""
+    from ..core.arrays import array_kind, array_module, on_data
+
+    if edge_order not in (1, 2) or isinstance(edge_order, bool):
+        raise ValueError(f"edge_order must be 1 or 2, got {edge_order!r}")
+    if (order, accuracy) != (1, 2):
+        raise ValueError(f"edge_order gives numpy.gradient's scheme (order 1, accuracy 2), got order {order} "
+                         f"and accuracy {accuracy}")
+    ax = checks.axis(axis, x.ndim)
+    if x.shape[ax] < edge_order + 1:
+        raise ValueError(f"edge_order {edge_order} needs at least {edge_order + 1} elements along axis {ax}, "
+                         f"got {x.shape[ax]}")
+
+    def run(d):
+        if array_kind(d) != "dask":
+            return array_module(d).gradient(d, h, axis=ax, edge_order=edge_order)
+        import dask.array as da
+
+        if min(d.chunks[ax]) < edge_order + 1:  # dask's gradient needs that much in every chunk
+            from ..graph.halo import merge_thin
+
+            d = d.rechunk({ax: merge_thin(d.chunks[ax], edge_order + 1, edge_order + 1)})
+        return da.gradient(d, h, axis=ax, edge_order=edge_order)
+
+    return on_data(x, run)
 
 
 @docs.fill
