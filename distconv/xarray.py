@@ -55,7 +55,7 @@ def _dataset_method(func):
     return method
 
 
-def _to_zarr(self, path, *, overwrite=False, client=None):
+def _to_zarr(self, path, *, overwrite=False, client=None, progress=False):
     """Write the DataArray or Dataset to a new Zarr store, through distconv's engine.
 
     ``da.distconv.to_zarr(path)`` is ``dc.to_zarr(da, path)``: a lazy result of distconv
@@ -71,6 +71,9 @@ def _to_zarr(self, path, *, overwrite=False, client=None):
         Replace a store distconv wrote there; anything else there is never deleted.
     client : distributed.Client, optional
         The cluster to run on (default: the current client, if any; else dask's threads).
+    progress : bool, optional
+        Show the blocks finishing while it runs (a bar on a terminal, else a line every few
+        seconds). Default False.
 
     Returns
     -------
@@ -98,7 +101,7 @@ def _to_zarr(self, path, *, overwrite=False, client=None):
     """
     from .ops import stores
 
-    return stores.to_zarr(self._obj, path, overwrite=overwrite, client=client)
+    return stores.to_zarr(self._obj, path, overwrite=overwrite, client=client, progress=progress)
 
 
 @functools.cache

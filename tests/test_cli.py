@@ -1,9 +1,11 @@
 """The distconv command: one-line errors with exit code 2, info, run."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import zarr
 from click.testing import CliRunner
 
@@ -90,8 +92,9 @@ def test_progress_on_a_pipe_is_a_few_plain_lines(tmp_path):
     res = subprocess.run([sys.executable, "-m", "distconv.cli", "run", str(wf), "--cluster", str(c)],
                          capture_output=True, text=True, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
-    lines = [ln for ln in res.stdout.splitlines() if "% of" in ln]
-    assert len(lines) == 4 and lines[-1].startswith("distconv: 100%") and "\r" not in res.stdout
+    lines = [ln for ln in res.stdout.splitlines() if ln.startswith("distconv: wf: ")]
+    # a short run: its one closing line (a line every distconv.progress-every seconds before it)
+    assert lines and lines[-1].startswith("distconv: wf: 0.01 of 0.01 MB (1 blocks)") and "\r" not in res.stdout
     assert f"json: {tmp_path / 'h.json'}" in res.stdout  # the summary says where outputs went
 
 
@@ -151,9 +154,9 @@ def test_json_into_a_missing_folder_refused_before_the_run(tmp_path):
 
 
 def test_a_run_on_a_terminal_that_succeeds_prints_no_error(tmp_path):
-    """On a terminal the progress bar streams from the scheduler; closing the cluster right
-    after the bar finished logged `distributed.scheduler - ERROR ... CancelledError` (the
-    scheduler's end of that stream cancelled). Run under a pseudo-terminal, twice."""
+    """On a terminal the run draws a progress bar and ends without an error (closing the
+    cluster right after distributed's bar once logged `distributed.scheduler - ERROR ...
+    CancelledError`). Run under a pseudo-terminal that reports no size, twice."""
     import os
     import pty
     import select
@@ -185,7 +188,7 @@ def test_a_run_on_a_terminal_that_succeeds_prints_no_error(tmp_path):
         os.close(leader)
         text = out.decode(errors="replace")
         assert proc.wait(timeout=30) == 0, text
-        assert "Completed" in text and "GB/s" in text, text  # the bar was drawn: a terminal
+        assert "distconv: wf: 100%" in text and "B/s" in text, text  # tqdm's bar was drawn: a terminal
         assert "ERROR" not in text and "CancelledError" not in text and "Traceback" not in text, text
 
 
@@ -200,3 +203,55 @@ def test_info_names_the_cluster_file_and_what_a_run_starts(tmp_path, monkeypatch
     res = CliRunner().invoke(main, ["info"])
     assert "cluster config: the defaults (no --cluster, and no cluster.yaml in this folder)" in res.output
     assert "starts " in res.output and " worker" in res.output and "memory " in res.output
+
+
+def test_progress_lines_arrive_while_the_run_runs(tmp_path):
+    """Piped, a run says how far it is as its blocks finish: lines with rising byte counts
+    before the summary (dask config distconv.progress-every: how often)."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    import zarr
+
+    x = np.random.default_rng(53).standard_normal((2048, 512)).astype(np.float32)
+    zarr.create_array(str(tmp_path / "in.zarr"), data=x, chunks=(64, 512))
+    wf = tmp_path / "wf.yaml"  # wrap: dask's path, a task per 64-row chunk
+    wf.write_text("input: {path: in.zarr}\nchunks: [64, 512]\nsteps:\n  - {op: median_filter, size: 5, mode: wrap}\n"
+                  "outputs: {path: out.zarr}\n")
+    c = tmp_path / "c.yaml"
+    c.write_text("cluster:\n  type: cpu\n  n_workers: 1\n  threads_per_worker: 1\n  processes: false\n"
+                 "  dashboard_address: null\n")
+    env = {**os.environ, "DASK_DISTCONV__PROGRESS_EVERY": "0"}
+    res = subprocess.run([sys.executable, "-m", "distconv.cli", "run", str(wf), "--cluster", str(c), "--json",
+                          str(tmp_path / "s.json")], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    done = [float(m.group(1)) for m in (re.search(r"distconv: wf: ([\d.]+) of 4\.19 MB", ln) for ln in lines) if m]
+    summary = next(i for i, ln in enumerate(lines) if ln.startswith("wf: median_filter"))
+    first = next(i for i, ln in enumerate(lines) if "of 4.19 MB" in ln)
+    assert len(done) >= 5 and first < summary, res.stdout
+    assert done == sorted(done) and done[-1] == 4.19 and done[0] < done[-1], done
+    progress = json.loads((tmp_path / "s.json").read_text())["progress"]
+    assert progress["blocks"] == 32 and progress["bytes"] == x.nbytes
+    assert [b for _, b in progress["samples"]] == sorted(b for _, b in progress["samples"])
+
+
+def test_python_face_shows_progress_when_asked(tmp_path, capsys):
+    import dask
+    import dask.array as da
+
+    import distconv as dc
+
+    x = np.random.default_rng(54).standard_normal((256, 64)).astype(np.float32)
+    import zarr
+
+    zarr.create_array(str(tmp_path / "in.zarr"), data=x, chunks=(16, 64))
+    with dask.config.set({"distconv.progress-every": 0}):
+        dc.to_zarr(dc.gaussian_filter(da.from_zarr(str(tmp_path / "in.zarr")), 1.0, mode="wrap"),
+                   str(tmp_path / "out.zarr"), progress=True)
+    out = capsys.readouterr().out
+    assert "of 0.07 MB" in out and "MB/s" in out, out
+    dc.to_zarr(dc.gaussian_filter(da.from_zarr(str(tmp_path / "in.zarr")), 1.0), str(tmp_path / "quiet.zarr"))
+    assert capsys.readouterr().out == ""  # progress=False (the default) prints nothing

@@ -62,7 +62,8 @@ def _slow_blocks(monkeypatch):
 
 
 def _interrupt_once_started(futures):
-    """A progress display that presses Ctrl-C once the first block has started."""
+    """A progress display (engine.Progress.watch) that presses Ctrl-C once the first block has
+    started."""
     STARTED.wait(30)
     raise KeyboardInterrupt
 
@@ -71,7 +72,7 @@ def _interrupt_once_started(futures):
 def test_ctrl_c_then_overwrite_never_adopts_the_interrupted_blocks(tmp_path, monkeypatch, small_blocks, general):
     """The issue's case on a kept cluster: a (sigma 4, median) interrupted mid-job, b (sigma 3)
     with --overwrite at once: b's output is b's, bit for bit, and stays so."""
-    from distconv.batch import runner
+    from distconv.engine.progress import Progress
 
     mode = "wrap" if general else "reflect"  # wrap: the general path
     a = _workflow(tmp_path, "a", [{"op": "gaussian_filter", "sigma": 4.0, "mode": mode},
@@ -80,13 +81,13 @@ def test_ctrl_c_then_overwrite_never_adopts_the_interrupted_blocks(tmp_path, mon
     with dc.cluster({"type": "cpu", "n_workers": 1, "threads_per_worker": 2, "processes": False,
                      "dashboard_address": ":0"}, quiet=True) as client:
         _slow_blocks(monkeypatch)
-        monkeypatch.setattr(runner, "_show_progress", _interrupt_once_started)
+        monkeypatch.setattr(Progress, "watch", lambda self, futures: _interrupt_once_started(futures))
         with pytest.raises(KeyboardInterrupt):
             batch.run(a, client, progress=True)
         owner = json.loads((tmp_path / "out.zarr" / ownership.OWNER).read_text())
         assert owner["run"] is None  # stopped: no block of a may begin a write
         assert not ownership.WRITES.busy(owner.get("run") or "")
-        monkeypatch.setattr(runner, "_show_progress", lambda futures: None)
+        monkeypatch.setattr(Progress, "watch", lambda self, futures: None)
         s = batch.run(b, client, overwrite=True, progress=True)
         assert s["path"] == ("general" if general else "direct")
         want = ndi.gaussian_filter(X, 3.0, mode=mode)

@@ -74,18 +74,22 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
         array_path, attrs, dims = _dataset_frame(wf, plan.frame, claim.resuming)
     plan.count(array_path, claim)
 
-    def write(watch):
+    shown = engine.Progress(label=f"distconv: {wf.name}") if progress else None
+
+    def write():
         return engine.write(plan.engine, array_path, claim, client, attrs, dims, plan.codec, plan.storage_chunks,
-                            watch)
+                            shown)
 
     try:
-        step_seconds, results = _compute(write, client, progress)
+        step_seconds, results = _compute(write, client)
         _finish(wf, array_path, dims is not None, claim)
     except ownership.Superseded as e:  # another run claimed the output meanwhile
         raise WorkflowError(str(e)) from None
     hist = plan.histogram(results, client)  # counted in the job's time
     summary = _summary(wf, client, t0, plan.shape, plan.dtype, plan.bytes_in, plan.bytes_out, plan.skipped,
                        step_seconds, plan.says(results))
+    if shown is not None:
+        summary["progress"] = shown.summary()  # (seconds, bytes) as the blocks finished
     return _with_files(summary, wf, hist, plan.source, array_path)
 
 
@@ -144,19 +148,19 @@ def _with_files(summary: dict, wf: Workflow, hist, source, array_path: str) -> d
     return summary
 
 
-def _compute(write, client, progress) -> tuple[dict, object]:
-    """Run ``write(watch)`` (engine.write: stopped on the cluster when interrupted or failed);
+def _compute(write, client) -> tuple[dict, object]:
+    """Run ``write()`` (engine.write: stopped on the cluster when interrupted or failed);
     returns busy seconds per task prefix (the steps, as the dashboard names them:
     distconv-gaussian, distconv-correlate, distconv-store, ...) when on a cluster, and the
     computed results."""
     if client is None:
-        return {}, write(None)
+        return {}, write()
     from dask.utils import key_split
     from distributed import get_task_stream
 
     with get_task_stream(client) as ts:
         submitted = time.time()
-        results = write(_show_progress if progress else None)
+        results = write()
     busy: dict = {}
     starts = [s["start"] for task in ts.data for s in task.get("startstops", ()) if s["action"] == "compute"]
     if starts:
@@ -205,31 +209,6 @@ def _use_gpu(wf: Workflow, client) -> bool:
     if wf.device == "gpu" and not gpus:
         raise WorkflowError("device: gpu asked for, but the workers have no GPU with cupy and dask-cuda")
     return gpus
-
-
-def _show_progress(fut):
-    """A live bar on a terminal; on a pipe or in a log, a plain line at each quarter."""
-    import sys
-    import time
-
-    if sys.stdout.isatty():
-        from distributed import progress as show
-
-        show(fut)
-        print()
-        return
-    from distributed.client import futures_of
-
-    futures = futures_of(fut)
-    total, shown, t0 = len(futures), 0, time.perf_counter()
-    while shown < 4:
-        done = sum(f.done() for f in futures)
-        while shown < 4 and done * 4 >= (shown + 1) * total:
-            shown += 1
-            print(f"distconv: {25 * shown}% of {total} tasks done, {time.perf_counter() - t0:.1f} s",
-                  flush=True)
-        if shown < 4:
-            time.sleep(0.5)
 
 
 def format_summary(s: dict) -> str:

@@ -41,10 +41,13 @@ SCAN_HOLD_BYTES = Key("distconv.scan-hold-bytes", 2**30,
                       "GPU, 1 GiB on CPUs)", gpu_default=8 * 2**30)
 PREWARM = Key("distconv.prewarm", True,
               "a GPU worker of distconv's local cluster page-locks its staging and calls nvCOMP as it starts")
+PROGRESS_EVERY = Key("distconv.progress-every", 5.0,
+                     "seconds between the progress lines of a run whose output is piped or logged")
 CLUSTER_STATE = Key("distconv.cluster-state", None,
                     "the state file of the kept cluster (default ~/.cache/distconv/cluster.json)")
 
-KEYS = (FUSE, BLOCK_BYTES, IO_SLOTS, DEVICE_BLOCKS, DECODE_BATCH_BYTES, SCAN_HOLD_BYTES, PREWARM, CLUSTER_STATE)
+KEYS = (FUSE, BLOCK_BYTES, IO_SLOTS, DEVICE_BLOCKS, DECODE_BATCH_BYTES, SCAN_HOLD_BYTES, PREWARM, PROGRESS_EVERY,
+        CLUSTER_STATE)
 
 _UNSET = object()
 

@@ -10,6 +10,7 @@ accessor's ``to_zarr``).
 - placement.py: which worker runs which blocks, and a block whose worker died runs elsewhere
 - read.py, output.py: a block's read stage, and the output array it writes into
 - slots.py, config.py: who runs when in a worker, and the dask config keys it reads
+- progress.py: a write's blocks and bytes shown as they finish (a bar, or a line every few seconds)
 - prewarm.py: a GPU worker's one-time costs (page-locked staging, nvCOMP's first calls) at its start
 - carries.py: a scan's carry across blocks
 - shards.py, plain_chunks.py, batches.py, chunk_heads.py: the store formats it reads and writes
@@ -22,11 +23,12 @@ from .compute import compute, write
 from .config import batch_bytes, device_blocks, held_bytes, io_slots, open_with_settings, prewarm_enabled, zarr_settings
 from .job import graph, run_block
 from .placement import workers
+from .progress import Progress
 from .plan import Job, block_mark, plan
 from .slots import local_blocks
 from .output import create_output, shard_shape
 
-__all__ = ["Job", "Plan", "WRAP_REASON", "batch_bytes", "block_mark", "compute", "create_output",
+__all__ = ["Job", "Plan", "Progress", "WRAP_REASON", "batch_bytes", "block_mark", "compute", "create_output",
            "device_blocks", "engine_chain", "gpu_blocks", "graph", "held_bytes", "io_slots", "local_blocks",
            "open_with_settings", "plan", "plan_write", "prewarm_enabled", "run_block", "shard_shape",
            "stencil_chain", "workers", "write", "zarr_settings"]

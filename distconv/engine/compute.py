@@ -26,15 +26,18 @@ STOP_WAIT_S = 30.0  # longest a stopped run waits for its blocks' writes under w
 
 
 def write(plan: Plan, dst: str, claim: ownership.Claim, client, attrs=None, dims=None, codec: str = "zstd",
-          storage_chunks=None, watch=None):
+          storage_chunks=None, progress=None):
     """Write ``plan`` into the array at ``dst`` (inside the output ``claim`` made ours; a
     resumed claim keeps what is there and writes only the missing blocks): the engine's job as
     one task per block (its results: (each block's, the merged (histogram counts, stage
     seconds))), or dask's writes of the plan's data, chunk-aligned (``codec``,
     ``storage_chunks``; results: write flags). ``attrs``/``dims``: the array's attributes and
-    dimension names. Returns the computed results."""
+    dimension names; ``progress``: an engine.Progress shown while the blocks run. Returns the
+    computed results."""
     if plan.job is None:
-        writes = storage.store_into(plan.data, dst, claim, storage_chunks, codec, attrs, dims)
+        stored = storage.store_into(plan.data, dst, claim, storage_chunks, codec, attrs, dims)
+        writes = list(stored.to_delayed().ravel())  # one future a block: progress sees each finish
+        sizes = _general_sizes(plan.data, stored, storage_chunks)
     else:
         job = dataclasses.replace(plan.job, owner=claim, dst=dst)  # its blocks write while the claim owns it
         if not (claim.resuming and Location(dst).child("zarr.json").exists()):
@@ -43,27 +46,58 @@ def write(plan: Plan, dst: str, claim: ownership.Claim, client, attrs=None, dims
         # interrupted between finishing the blocks and marking the output complete)
         Location(dst).child(ownership.BLOCKS).make_dir()
         writes = list(job_graph(job, job.name, workers(client)))
-    results = compute(writes, client, claim, watch)
+        sizes = _block_sizes(job, writes[0])
+    if progress is not None:
+        progress.expect(sizes)
+    results = compute(writes, client, claim, progress)
     storage.finish(dst)
     return results
 
 
-def compute(graph, client, claim: ownership.Claim | None, watch=None):
+def _block_sizes(job, blocks) -> dict:
+    """Each block task's key -> the bytes of input its rows are."""
+    import math
+
+    import numpy as np
+
+    row = math.prod((job.in_shape or job.layout.shape)[1:]) * np.dtype(job.in_dtype or job.layout.dtype).itemsize
+    return {t.key: (r1 - r0) * row for t, (r0, r1) in zip(blocks, job.row_blocks)}
+
+
+def _general_sizes(data, stored, storage_chunks) -> dict:
+    """Each of dask's chunk-aligned writes' key -> the bytes of its block."""
+    import itertools
+    import math
+
+    aligned = storage.write_chunks(data, storage_chunks)
+    keys = stored.__dask_keys__()
+    out = {}
+    for idx in itertools.product(*(range(len(c)) for c in aligned)):
+        key = keys
+        for i in idx:
+            key = key[i]
+        out[key] = math.prod(c[i] for c, i in zip(aligned, idx)) * data.dtype.itemsize
+    return out
+
+
+def compute(graph, client, claim: ownership.Claim | None, progress=None):
     """Compute ``graph`` on ``client`` (None: dask's local threads here) and return its results;
-    ``watch(futures)``, when given, runs while they compute (a progress display)."""
+    ``progress`` (an engine.Progress), when given, shows its blocks finishing."""
     if client is None:
+        import contextlib
+
         import dask
 
         try:
-            with local_blocks():
+            with local_blocks(), progress.local() if progress is not None else contextlib.nullcontext():
                 return dask.compute(graph)[0]
         except BaseException:
             _stop(claim, None, None)
             raise
     futures = client.compute(graph)
     try:
-        if watch is not None:
-            watch(futures)
+        if progress is not None:
+            progress.watch(futures)
         return client.gather(futures)
     except BaseException:
         _stop(claim, client, futures)

@@ -15,7 +15,7 @@ from ..engine import chain, ownership, storage
 from ..engine.location import absolute, join
 
 
-def to_zarr(x, path: str, *, overwrite: bool = False, client=None) -> dict:
+def to_zarr(x, path: str, *, overwrite: bool = False, client=None, progress: bool = False) -> dict:
     """Write ``x`` to a new Zarr store, through distconv's engine where it can take the work.
 
     A lazy result of distconv stencils (filters, derivatives, laplace, fused as they were
@@ -37,6 +37,9 @@ def to_zarr(x, path: str, *, overwrite: bool = False, client=None) -> dict:
         Replace a store distconv wrote there; anything else there is never deleted.
     client : distributed.Client, optional
         The cluster to run on (default: the current client, if any; else dask's local threads).
+    progress : bool, optional
+        Show the blocks finishing while it runs: a bar on a terminal, a line every few seconds
+        otherwise (GB done, GB/s, time left). Default False.
 
     Returns
     -------
@@ -67,11 +70,11 @@ def to_zarr(x, path: str, *, overwrite: bool = False, client=None) -> dict:
     """
     path = absolute(path)  # the workers' folder may be another's (a kept cluster started elsewhere)
     if checks.array_kind(x) == "xarray" and hasattr(x, "data_vars"):
-        return _dataset(x, path, overwrite, client)
+        return _dataset(x, path, overwrite, client, progress)
     if checks.array_kind(x) == "xarray":
-        return _dataset(x.to_dataset(name=x.name or "data"), path, overwrite, client)[x.name or "data"]
+        return _dataset(x.to_dataset(name=x.name or "data"), path, overwrite, client, progress)[x.name or "data"]
     claim = _claim(path, overwrite)
-    report = _array(x, path, client, claim, attrs={}, dims=None)
+    report = _array(x, path, client, claim, attrs={}, dims=None, progress=progress)
     ownership.mark_complete(path, {"by": "dc.to_zarr"}, claim)
     return report
 
@@ -81,21 +84,22 @@ def _claim(path: str, overwrite: bool) -> ownership.Claim:
     return ownership.claim(path, overwrite, key="path", words=ownership.PYTHON_WORDS)
 
 
-def _dataset(ds, path: str, overwrite: bool, client) -> dict:
+def _dataset(ds, path: str, overwrite: bool, client, progress: bool = False) -> dict:
     """A Dataset as xr.open_zarr gives it back: coordinates, then each data variable."""
     claim = _claim(path, overwrite)
     names = [str(n) for n in ds.data_vars]
     ownership.record_entries(path, [*names, *map(str, ds.coords)])
     frame = ds.drop_vars(list(ds.data_vars))
     storage.write_dataset_frame(path, frame, dict(ds.attrs))
-    report = {n: _array(ds[n].data, join(path, n), client, claim, dict(ds[n].attrs), list(map(str, ds[n].dims)))
+    report = {n: _array(ds[n].data, join(path, n), client, claim, dict(ds[n].attrs), list(map(str, ds[n].dims)),
+                        progress)
               for n in names}
     storage.consolidate(path)
     ownership.mark_complete(path, {"by": "dc.to_zarr"}, claim)  # last: the whole dataset is there
     return report
 
 
-def _array(data, path: str, client, claim: ownership.Claim, attrs: dict, dims) -> dict:
+def _array(data, path: str, client, claim: ownership.Claim, attrs: dict, dims, progress: bool = False) -> dict:
     """One array to ``path`` inside the output ``claim`` made ours: the engine's plan where it
     takes ``data``, else dask's writes."""
     import time
@@ -110,7 +114,8 @@ def _array(data, path: str, client, claim: ownership.Claim, attrs: dict, dims) -
 
         plan = chain.Plan(data=da.from_array(data, chunks=data.shape or ()), why=plan.why)
     try:
-        results = engine.write(plan, path, claim, client, attrs, dims)
+        shown = engine.Progress(label=f"distconv: {path}") if progress else None
+        results = engine.write(plan, path, claim, client, attrs, dims, progress=shown)
     except ownership.Superseded as e:  # another run claimed the output meanwhile
         raise ownership.OutputError(str(e)) from None
     return {"path": "general" if plan.job is None else "engine", "why": plan.why,
