@@ -10,6 +10,7 @@ accessor's ``to_zarr``).
 - placement.py: which worker runs which blocks, and a block whose worker died runs elsewhere
 - read.py, output.py: a block's read stage, and the output array it writes into
 - slots.py, config.py: who runs when in a worker, and the dask config keys it reads
+- process.py: what a process keeps between the blocks it runs, in one owner (STATE)
 - progress.py: a write's blocks and bytes shown as they finish (a bar, or a line every few seconds)
 - prewarm.py: a GPU worker's one-time costs (page-locked staging, nvCOMP's first calls) at its start
 - carries.py: a scan's carry across blocks

@@ -6,6 +6,8 @@ from __future__ import annotations
 import collections
 import threading
 
+from .process import STATE
+
 
 class Held:
     """Blocks' own scans (a carried scan's local parts) held in this process until their write
@@ -31,7 +33,9 @@ class Held:
             return self._held.pop(key, None)
 
 
-HELD = Held()
+def held() -> Held:
+    """This process's held parts (engine.process.STATE owns them)."""
+    return STATE.get("held scans", Held)
 
 
 def carry(scan, carry, local):

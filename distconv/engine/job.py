@@ -42,7 +42,7 @@ def run_block(job: Job, i: int, carry=None, local=None):
     (its total, seconds)), then ``write`` (``carry``: the blocks' before it; ``local``: what the
     first part returned)."""
     if not runs(job, i):
-        carries.HELD.pop((job.run, i))
+        carries.held().pop((job.run, i))
         return np.zeros(0, dtype=np.int64), {}
     clock = Clock(job.gpu)
     if local is not None:
@@ -62,7 +62,7 @@ def _run_block(job: Job, i: int, slot: int, clock, carry=None):
     write = job.part != "local" and not written(job, i)
     (first, n0), (lo_h, hi_h) = job.row_limits(), job.stencil.depth[0]
     lo, hi = max(first, r0 - lo_h), min(n0, r1 + hi_h)
-    out = carries.HELD.pop((job.run, i)) if job.part == "write" else None
+    out = carries.held().pop((job.run, i)) if job.part == "write" else None
     if out is None:
         # a write part whose held scan was dropped reads through zarr, not its batch again
         reading = job if job.part != "write" else dataclasses.replace(job, batches=())
@@ -73,7 +73,7 @@ def _run_block(job: Job, i: int, slot: int, clock, carry=None):
             out, total = _result(job, fetched, (lo, r0, r1, hi), clock)
             del fetched
         if job.part == "local":
-            carries.HELD.put((job.run, i), out, config.held_bytes(job.gpu))
+            carries.held().put((job.run, i), out, config.held_bytes(job.gpu))
             return to_host(total), clock.laps
         if carry is not None:
             out = job.scan.seed(out, carry)

@@ -12,8 +12,7 @@ import numpy as np
 from ..backends.device import device
 from . import batches, chunk_heads, config, plain_chunks, shards
 from .plan import Job, runs
-
-_BATCHES = batches.Reader()
+from .process import STATE
 
 
 def fetch(job: Job, i: int, rows: tuple, slot: int, clock):
@@ -26,7 +25,7 @@ def fetch(job: Job, i: int, rows: tuple, slot: int, clock):
     lo, r0, r1, hi = rows
     dev = device(job.gpu)
     if dev.frames and job.src_layout is None and job.batches:
-        parts = _BATCHES.take(job, i, config.opened(job.src), lo, hi, clock, functools.partial(runs, job))
+        parts = STATE.get("batches", batches.Reader).take(job, i, config.opened(job.src), lo, hi, clock, functools.partial(runs, job))
         clock.lap("batch wait")
         if parts is not None:
             return Decoded(parts)
@@ -37,7 +36,8 @@ def fetch(job: Job, i: int, rows: tuple, slot: int, clock):
             return fr
     src = config.opened(job.src)
     host = dev.staging(slot, (hi - lo,) + src.shape[1:], src.dtype)
-    clock.count("halos decoded", EDGES.read(job.run, src, host, rows, job.stencil.depth[0]))
+    edges = STATE.get("edge rows", EdgeRows)
+    clock.count("halos decoded", edges.read(job.run, src, host, rows, job.stencil.depth[0]))
     clock.lap("decode")
     return host
 
@@ -149,5 +149,3 @@ class EdgeRows:
             decoded += 1
         return decoded
 
-
-EDGES = EdgeRows()

@@ -18,6 +18,7 @@ import numpy as np
 from ..backends.device import frame_align
 from ..core.frames import aligned_up
 from .location import Location, join, read_into, read_tail, write_pieces
+from .process import STATE
 
 INNER_BYTES = 2**20  # ~1 MiB inner chunks: many frames per block for the GPU codec, and
                      # reads that do not decode a whole shard for a small region
@@ -114,15 +115,12 @@ def file_pool(kind: str):
     """Threads for shard file reads or writes (the GIL is released in the system calls: one
     thread moved ~0.6 GB/s into tmpfs inside a job, NOTES.md). Reads and writes have a pool
     each, so one block's reads never queue behind another block's writes."""
-    if kind not in _POOLS:
-        from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor
 
-        _POOLS.setdefault(kind, ThreadPoolExecutor(FILE_THREADS, thread_name_prefix=f"distconv-{kind}"))
-    return _POOLS[kind]
+    return STATE.get(f"file {kind}s", lambda: ThreadPoolExecutor(FILE_THREADS, thread_name_prefix=f"distconv-{kind}"))
 
 
 FILE_THREADS = 8
-_POOLS: dict = {}
 
 
 def encode_block(layout: Layout, block, encode) -> tuple:

@@ -100,42 +100,67 @@ def map_halo(x: da.Array, func, depth: tuple, periodic: tuple, name: str, dtype,
     ``per_chunk``: func returns a small array of this shape per chunk instead (counts of a
     fused histogram, say); the result then stacks them, (chunks, *per_chunk), in C order of
     the chunks, for a tree merge (graph.merge). ``made_of`` = (source, step): declared on the
-    result's layer (graph.declared)."""
+    result's layer (graph.declared). In steps: the chunks planned (thin ones merged), each
+    block's halo routed (pieces of neighbours on its worker read in place, others cut and
+    sent), the blocks' tasks (a run of chunks on one worker as one task), the layers."""
     depth = tuple((int(lo), int(hi)) for lo, hi in depth)
     if 0 in x.shape:  # no element, so no halo to cut: the empty result (a count of nothing: 0)
         if per_chunk is None:
             return x.astype(dtype)
         return da.zeros((1,) + tuple(per_chunk), dtype=dtype, chunks=(1,) + tuple(per_chunk))
     x = plan_chunks(x, depth, allow_rechunk)
-    nb = x.numblocks
     token = tokenize(x, func, depth, periodic, params)
     out_name, halo_name = f"{name}-{token}", f"{name}-halo-{token}"
-
-    def neighbour(index, d):
-        n = []
-        for i, di, k, per in zip(index, d, nb, periodic):
-            j = i + di
-            if per:
-                j %= k
-            elif not 0 <= j < k:
-                return None
-            n.append(j)
-        return tuple(n)
-
-    def directions(halo):
-        axes = [[d for d in (-1, 0, 1) if d == 0 or (halo[a][0] if d < 0 else halo[a][1])]
-                for a in range(x.ndim)]
-        return [d for d in itertools.product(*axes) if any(d)]
-
-    def piece_slices(src_index, d):
-        sl = []
-        for a, di in enumerate(d):
-            lo, hi = depth[a]
-            size = x.chunks[a][src_index[a]]
-            sl.append(slice(size - lo, size) if di < 0 else slice(0, hi) if di > 0 else slice(None))
-        return tuple(sl)
-
     located = block_locations(x)
+    plans, sends = _route_halos(x, depth, periodic, located, halo_name)
+    cuts = {(halo_name,) + src: (_cut, (x.name,) + src, tuple(dict(specs).items())) for src, specs in sends.items()}
+    runs = row_runs(x, located) or [range(i, i + 1) for i in range(x.numblocks[0])]
+    rest = list(itertools.product(*(range(k) for k in x.numblocks[1:])))
+    blocks = _block_tasks(x, func, params, plans, runs, rest, out_name, per_chunk, dtype)
+    graph = _layered(x, cuts, blocks, halo_name, out_name, made_of)
+    meta = x._meta.astype(dtype) if hasattr(x._meta, "astype") else None
+    if per_chunk is not None:
+        counts = ((1,) * (len(runs) * len(rest)),) + tuple((n,) for n in per_chunk)
+        meta = None if meta is None else meta.reshape((0,) * (1 + len(per_chunk)))
+        return da.Array(graph, out_name, counts, dtype=dtype, meta=meta)
+    return da.Array(graph, out_name, run_chunks(x, runs), dtype=dtype, meta=meta)
+
+
+def _neighbour(index: tuple, d: tuple, nb: tuple, periodic: tuple):
+    """The block ``d`` away from ``index`` (wrapping along periodic axes), or None past an edge."""
+    n = []
+    for i, di, k, per in zip(index, d, nb, periodic):
+        j = i + di
+        if per:
+            j %= k
+        elif not 0 <= j < k:
+            return None
+        n.append(j)
+    return tuple(n)
+
+
+def _directions(halo: tuple) -> list:
+    """The neighbours' directions a block with ``halo`` ((lo, hi) per axis) reads from."""
+    axes = [[d for d in (-1, 0, 1) if d == 0 or (lo if d < 0 else hi)] for lo, hi in halo]
+    return [d for d in itertools.product(*axes) if any(d)]
+
+
+def _piece(x: da.Array, depth: tuple, src: tuple, d: tuple) -> tuple:
+    """The slices of block ``src`` that its neighbour in direction ``-d`` reads as halo."""
+    sl = []
+    for a, di in enumerate(d):
+        lo, hi = depth[a]
+        size = x.chunks[a][src[a]]
+        sl.append(slice(size - lo, size) if di < 0 else slice(0, hi) if di > 0 else slice(None))
+    return tuple(sl)
+
+
+def _route_halos(x: da.Array, depth: tuple, periodic: tuple, located, halo_name: str):
+    """Where each block's halo pieces come from: ({block: (its halo, routes (direction,
+    source number, slices or None), source keys)}, {source block: pieces to cut and send}).
+    A neighbour on the same worker is read in place (a view); another's piece is cut there into
+    a small owning array (``halo_name``) so that only it travels."""
+    nb = x.numblocks
 
     def local(a, b):
         return located is not None and (not located or located[a] == located[b])
@@ -145,22 +170,25 @@ def map_halo(x: da.Array, func, depth: tuple, periodic: tuple, name: str, dtype,
     for index in itertools.product(*(range(k) for k in nb)):
         halo = block_halo(index, nb, depth, periodic)
         routes, sources = [], []
-        for d in directions(halo):
-            src = neighbour(index, d)
+        for d in _directions(halo):
+            src = _neighbour(index, d, nb, periodic)
             if local(index, src):
-                key, sl = (x.name,) + src, piece_slices(src, d)
+                key, sl = (x.name,) + src, _piece(x, depth, src, d)
             else:
-                sends.setdefault(src, []).append((d, piece_slices(src, d)))
+                sends.setdefault(src, []).append((d, _piece(x, depth, src, d)))
                 key, sl = (halo_name,) + src, None
             if key not in sources:
                 sources.append(key)
             routes.append((d, sources.index(key), sl))
         plans[index] = (halo, tuple(routes), sources)
-    dsk = {(halo_name,) + src: (_cut, (x.name,) + src, tuple(dict(specs).items()))
-           for src, specs in sends.items()}
-    runs = row_runs(x, located) or [range(i, i + 1) for i in range(nb[0])]
-    rest = list(itertools.product(*(range(k) for k in nb[1:])))
-    chunks = run_chunks(x, runs)
+    return plans, sends
+
+
+def _block_tasks(x: da.Array, func, params: dict, plans: dict, runs: list, rest: list, out_name: str,
+                 per_chunk, dtype) -> dict:
+    """The result's tasks: one per chunk, or one per run of chunks along axis 0 (each chunk
+    still runs on its own, writing its rows of the run's block)."""
+    dsk = {}
     for g, run in enumerate(runs):
         for ri, r in enumerate(rest):
             members = [(i,) + r for i in run]
@@ -184,25 +212,23 @@ def map_halo(x: da.Array, func, depth: tuple, periodic: tuple, name: str, dtype,
             shape = None if per_chunk is not None else (row,) + tuple(c[k] for c, k in zip(x.chunks[1:], r))
             fn = partial(_run_members, partial(func, **params) if params else func, tuple(specs), shape, dtype)
             dsk[key] = ((_stacked, fn) if per_chunk is not None else (fn,)) + tuple(keys)
+    return dsk
 
+
+def _layered(x: da.Array, cuts: dict, blocks: dict, halo_name: str, out_name: str, made_of) -> HighLevelGraph:
+    """``x``'s graph with the halo cuts' layer (first in every worker's queue) and the blocks'
+    layer (declaring ``made_of``) on top."""
     hlg = x.__dask_graph__()
     layers, deps = dict(hlg.layers), dict(hlg.dependencies)
     below = set(x.__dask_layers__())
-    halo_tasks = {k: v for k, v in dsk.items() if k[0] == halo_name}
-    if halo_tasks:
+    if cuts:
         # cut first: a worker's queue of big tasks must not delay the halo another worker waits for
-        layers[halo_name] = MaterializedLayer(halo_tasks, annotations={"priority": CUT_PRIORITY})
+        layers[halo_name] = MaterializedLayer(cuts, annotations={"priority": CUT_PRIORITY})
         deps[halo_name] = below
         below = below | {halo_name}
-    layers[out_name] = declare({k: v for k, v in dsk.items() if k[0] == out_name}, made_of)
+    layers[out_name] = declare(blocks, made_of)
     deps[out_name] = below
-    graph = HighLevelGraph(layers, deps)
-    meta = x._meta.astype(dtype) if hasattr(x._meta, "astype") else None
-    if per_chunk is not None:
-        counts = ((1,) * (len(runs) * len(rest)),) + tuple((n,) for n in per_chunk)
-        meta = None if meta is None else meta.reshape((0,) * (1 + len(per_chunk)))
-        return da.Array(graph, out_name, counts, dtype=dtype, meta=meta)
-    return da.Array(graph, out_name, chunks, dtype=dtype, meta=meta)
+    return HighLevelGraph(layers, deps)
 
 
 def _slot(keys: list, key) -> int:
