@@ -1,6 +1,7 @@
 """The numpydoc text the public ops share, written once.
 
 A docstring names a shared piece by a line that holds only ``{key}`` (a key of ``SHARED``);
+ops that differ in a few words share one docstring template (``twin``);
 ``fill`` (a decorator) replaces each such line with the piece, indented as the line was, and
 leaves everything else alone (braces elsewhere, ``{dim: value}``, dict literals, are text).
 Lines under the placeholder indented deeper continue the piece's last entry::
@@ -20,6 +21,7 @@ Lines under the placeholder indented deeper continue the piece's last entry::
 
 from __future__ import annotations
 
+import string
 import textwrap
 
 
@@ -117,6 +119,18 @@ A dask input runs as one task per chunk that reads its neighbours' edges (the ha
 place; consecutive distconv filters on one dask array fuse into one task per chunk, and
 ``dc.to_zarr`` runs them on the engine, one task per block from read to write.""",
     # ---- the accessors (ops/named.py, ops/named_filters.py) -------------------------------
+    # ---- reductions -----------------------------------------------------------------------
+    "reduce_axis": _entry("axis : int or sequence of int, optional",
+                          "The axes to reduce; None (default) reduces every axis."),
+    "keepdims": _entry("keepdims : bool, optional",
+                       "Keep the reduced axes, with length 1 (numpy, cupy and dask inputs). Default False."),
+    "returns_reduced": _entry("out : scalar or array",
+                              "numpy in: a numpy scalar (every axis reduced) or array; cupy in: a cupy array; dask",
+                              "in: a lazy dask array (0-d when every axis is reduced); xarray in: a DataArray without",
+                              "the reduced dims, its attrs kept."),
+    "raises_reduce_type": _entry("TypeError",
+                                 "``x`` of a dtype distconv does not process (complex, float16, object, strings), a",
+                                 "``dtype`` that cannot hold the result, or a non-integer ``axis``."),
     "returns_named": _entry(
         "out : xarray.DataArray or xarray.Dataset",
         "The result with the array's dims, coords, attrs and name: lazy on dask-backed",
@@ -148,6 +162,17 @@ A dim that is not one of the array's, a dim named twice, a per-dim value of the 
 length, an unknown ``mode``, or any error of the positional function (whose checks
 all run before any work).""",
 }
+
+
+def twin(template: str, **words):
+    """A decorator giving ``func`` the docstring ``template`` with its ``$word`` tokens set
+    from ``words`` (string.Template), then the shared pieces filled: ops that differ in a few
+    words (minimum and maximum, sum and prod) read one text, written once. Give ``$examples``
+    (each op's own doctests, indented as the docstring's lines) as a word too."""
+    def decorate(func):
+        func.__doc__ = filled(string.Template(template).substitute(words))
+        return func
+    return decorate
 
 
 def fill(func):

@@ -373,11 +373,9 @@ def _skips(obj, skipna) -> bool:
     return bool(obj.dtype.kind in "fc" if skipna is None else skipna)
 
 
-@docs.fill
-def cummin(obj, dim):
-    """Cumulative minimum along a named dim.
+_NAMED_CUMULATIVE_EXTREMUM_DOC = """Cumulative ${extreme} along a named dim.
 
-    ``da.distconv.cummin(dim)``: :func:`distconv.cummin` along ``dim``; NaN propagates.
+    ``da.distconv.${name}(dim)``: :func:`distconv.${name}` along ``dim``; NaN propagates.
 
     Parameters
     ----------
@@ -397,47 +395,25 @@ def cummin(obj, dim):
 
     See Also
     --------
-    distconv.cummin : On arrays, by axis.
+    distconv.${name} : On arrays, by axis.
 
     Examples
     --------
-    >>> xr.DataArray([3, 1, 2, 0], dims="t").distconv.cummin("t").values.tolist()
-    [3, 1, 1, 0]
+$examples
     """
+
+
+@docs.twin(_NAMED_CUMULATIVE_EXTREMUM_DOC, name="cummin", extreme="minimum", Extreme="Minimum", examples="""\
+    >>> xr.DataArray([3, 1, 2, 0], dims="t").distconv.cummin("t").values.tolist()
+    [3, 1, 1, 0]""")
+def cummin(obj, dim):
     return scan(obj, dim, "min")
 
 
-@docs.fill
-def cummax(obj, dim):
-    """Cumulative maximum along a named dim.
-
-    ``da.distconv.cummax(dim)``: :func:`distconv.cummax` along ``dim``; NaN propagates.
-
-    Parameters
-    ----------
-    dim : str
-        The dim to scan along.
-
-    Returns
-    -------
-    {returns_named}
-
-    Raises
-    ------
-    ValueError
-        ``dim`` not a dim of the array.
-    TypeError
-        Data of a dtype distconv does not process (complex, float16, object, strings).
-
-    See Also
-    --------
-    distconv.cummax : On arrays, by axis.
-
-    Examples
-    --------
+@docs.twin(_NAMED_CUMULATIVE_EXTREMUM_DOC, name="cummax", extreme="maximum", Extreme="Maximum", examples="""\
     >>> xr.DataArray([1, 3, 2, 4], dims="t").distconv.cummax("t").values.tolist()
-    [1, 3, 3, 4]
-    """
+    [1, 3, 3, 4]""")
+def cummax(obj, dim):
     return scan(obj, dim, "max")
 
 

@@ -37,11 +37,9 @@ def _masked(op, obj, weights, dims, mode, cval, origin):
               along.values(origin, "origin", 0), axes=along.axes)
 
 
-@docs.fill
-def correlate(obj, weights, dims, mode="reflect", cval=0.0, origin=0):
-    """Correlation with a mask along named dims, as scipy.ndimage.correlate.
+_NAMED_CORRELATE_DOC = """${Name} with a mask along named dims, as scipy.ndimage.${name}.
 
-    ``da.distconv.correlate(weights, dims)``: :func:`distconv.correlate` with the mask's axes
+    ``da.distconv.${name}(weights, dims)``: :func:`distconv.${name}` with the mask's axes
     laid along ``dims``; the other dims are left alone.
 
     Parameters
@@ -66,54 +64,27 @@ def correlate(obj, weights, dims, mode="reflect", cval=0.0, origin=0):
 
     See Also
     --------
-    distconv.correlate : On arrays, by axes.
+    distconv.${name} : On arrays, by axes.
 
     Examples
     --------
+$examples
+    """
+
+
+@docs.twin(_NAMED_CORRELATE_DOC, name="correlate", Name="Correlation", examples="""\
     >>> da = xr.DataArray(np.arange(12).reshape(3, 4), dims=("y", "x"))
     >>> da.distconv.correlate([1, 0, -1], dims=["x"]).values.tolist()
-    [[-1, -2, -2, -1], [-1, -2, -2, -1], [-1, -2, -2, -1]]
-    """
+    [[-1, -2, -2, -1], [-1, -2, -2, -1], [-1, -2, -2, -1]]""")
+def correlate(obj, weights, dims, mode="reflect", cval=0.0, origin=0):
     return _masked(filters.correlate, obj, weights, dims, mode, cval, origin)
 
 
-@docs.fill
-def convolve(obj, weights, dims, mode="reflect", cval=0.0, origin=0):
-    """Convolution with a mask along named dims, as scipy.ndimage.convolve.
-
-    ``da.distconv.convolve(weights, dims)``: :func:`distconv.convolve` with the mask's axes
-    laid along ``dims``; the other dims are left alone.
-
-    Parameters
-    ----------
-    weights : array_like
-        The mask, one axis per entry of ``dims``, in that order.
-    dims : sequence of str
-        The dims the mask spans.
-    {dim_one_mode}
-    {dim_cval}
-    {dim_origin}
-
-    Returns
-    -------
-    {returns_named}
-
-    Raises
-    ------
-    ValueError
-        {raises_named}
-        Also a mask with another number of axes than ``dims`` names.
-
-    See Also
-    --------
-    distconv.convolve : On arrays, by axes.
-
-    Examples
-    --------
+@docs.twin(_NAMED_CORRELATE_DOC, name="convolve", Name="Convolution", examples="""\
     >>> da = xr.DataArray(np.arange(12).reshape(3, 4), dims=("y", "x"))
     >>> da.distconv.convolve([1, 1], dims=["y"], mode="constant").values.tolist()
-    [[4, 6, 8, 10], [12, 14, 16, 18], [8, 9, 10, 11]]
-    """
+    [[4, 6, 8, 10], [12, 14, 16, 18], [8, 9, 10, 11]]""")
+def convolve(obj, weights, dims, mode="reflect", cval=0.0, origin=0):
     return _masked(filters.convolve, obj, weights, dims, mode, cval, origin)
 
 
@@ -123,11 +94,9 @@ def _along_one(obj, dim, mode, cval, origin):
     return along.axes[0], along.one_mode(mode), _cval(along, cval), along.one(origin, "origin", 0)
 
 
-@docs.fill
-def correlate1d(obj, weights, dim, mode="reflect", cval=0.0, origin=0):
-    """One-dimensional correlation along a named dim, as scipy.ndimage.correlate1d.
+_NAMED_CORRELATE_1D_DOC = """One-dimensional ${noun} along a named dim, as scipy.ndimage.${name}1d.
 
-    ``da.distconv.correlate1d(weights, dim)``: :func:`distconv.correlate1d` along ``dim``.
+    ``da.distconv.${name}1d(weights, dim)``: :func:`distconv.${name}1d` along ``dim``.
 
     Parameters
     ----------
@@ -151,53 +120,27 @@ def correlate1d(obj, weights, dim, mode="reflect", cval=0.0, origin=0):
 
     See Also
     --------
-    distconv.correlate1d : On arrays, by axis.
+    distconv.${name}1d : On arrays, by axis.
 
     Examples
     --------
+$examples
+    """
+
+
+@docs.twin(_NAMED_CORRELATE_1D_DOC, name="correlate", noun="correlation", examples="""\
     >>> da = xr.DataArray(np.arange(12).reshape(3, 4), dims=("y", "x"))
     >>> da.distconv.correlate1d([1, 1, 1], "y").values.tolist()
-    [[4, 7, 10, 13], [12, 15, 18, 21], [20, 23, 26, 29]]
-    """
+    [[4, 7, 10, 13], [12, 15, 18, 21], [20, 23, 26, 29]]""")
+def correlate1d(obj, weights, dim, mode="reflect", cval=0.0, origin=0):
     return filters.correlate1d(obj, weights, *_along_one(obj, dim, mode, cval, origin))
 
 
-@docs.fill
-def convolve1d(obj, weights, dim, mode="reflect", cval=0.0, origin=0):
-    """One-dimensional convolution along a named dim, as scipy.ndimage.convolve1d.
-
-    ``da.distconv.convolve1d(weights, dim)``: :func:`distconv.convolve1d` along ``dim``.
-
-    Parameters
-    ----------
-    weights : array_like
-        The 1-D mask.
-    dim : str
-        The dim to filter along.
-    {dim_one_mode}
-    {dim_cval}
-    origin : int or dict {dim: int}, optional
-        Where the mask sits over each element: 0 (default) centres it.
-
-    Returns
-    -------
-    {returns_named}
-
-    Raises
-    ------
-    ValueError
-        {raises_named}
-
-    See Also
-    --------
-    distconv.convolve1d : On arrays, by axis.
-
-    Examples
-    --------
+@docs.twin(_NAMED_CORRELATE_1D_DOC, name="convolve", noun="convolution", examples="""\
     >>> da = xr.DataArray(np.arange(12).reshape(3, 4), dims=("y", "x"))
     >>> da.distconv.convolve1d([1, 0, -1], "x").values.tolist()
-    [[1, 2, 2, 1], [1, 2, 2, 1], [1, 2, 2, 1]]
-    """
+    [[1, 2, 2, 1], [1, 2, 2, 1], [1, 2, 2, 1]]""")
+def convolve1d(obj, weights, dim, mode="reflect", cval=0.0, origin=0):
     return filters.convolve1d(obj, weights, *_along_one(obj, dim, mode, cval, origin))
 
 
@@ -388,11 +331,9 @@ def _gradient(op, obj, dim, mode, cval):
     return op(obj, axis_of(obj, dim), every.modes(mode), _cval(every, cval))
 
 
-@docs.fill
-def sobel(obj, dim, mode="reflect", cval=0.0):
-    """Sobel derivative along a named dim, as scipy.ndimage.sobel.
+_NAMED_GRADIENT_DOC = """${Name} derivative along a named dim, as scipy.ndimage.${name}.
 
-    ``da.distconv.sobel(dim)``: :func:`distconv.sobel`, the derivative along ``dim`` smoothed
+    ``da.distconv.${name}(dim)``: :func:`distconv.${name}`, the derivative along ``dim`` smoothed
     along every other dim, as scipy's.
 
     Parameters
@@ -416,53 +357,27 @@ def sobel(obj, dim, mode="reflect", cval=0.0):
 
     See Also
     --------
-    distconv.sobel : On arrays, by axis.
+    distconv.${name} : On arrays, by axis.
 
     Examples
     --------
+$examples
+    """
+
+
+@docs.twin(_NAMED_GRADIENT_DOC, Name="Sobel", name="sobel", examples="""\
     >>> da = xr.DataArray(np.arange(12).reshape(3, 4), dims=("y", "x"))
     >>> da.distconv.sobel("x").values.tolist()
-    [[4, 8, 8, 4], [4, 8, 8, 4], [4, 8, 8, 4]]
-    """
+    [[4, 8, 8, 4], [4, 8, 8, 4], [4, 8, 8, 4]]""")
+def sobel(obj, dim, mode="reflect", cval=0.0):
     return _gradient(edges.sobel, obj, dim, mode, cval)
 
 
-@docs.fill
-def prewitt(obj, dim, mode="reflect", cval=0.0):
-    """Prewitt derivative along a named dim, as scipy.ndimage.prewitt.
-
-    ``da.distconv.prewitt(dim)``: :func:`distconv.prewitt`, the derivative along ``dim``
-    smoothed along every other dim, as scipy's.
-
-    Parameters
-    ----------
-    dim : str
-        The dim of the derivative.
-    mode : str, sequence of str or dict {dim: str}, optional
-        One mode for every dim, one per dim of the array (in its order), or ``{dim: mode}``
-        (the dims it leaves out take 'reflect').
-        {mode_names}
-    {dim_cval}
-
-    Returns
-    -------
-    {returns_named}
-
-    Raises
-    ------
-    ValueError
-        {raises_named}
-
-    See Also
-    --------
-    distconv.prewitt : On arrays, by axis.
-
-    Examples
-    --------
+@docs.twin(_NAMED_GRADIENT_DOC, Name="Prewitt", name="prewitt", examples="""\
     >>> da = xr.DataArray(np.arange(12).reshape(3, 4), dims=("y", "x"))
     >>> da.distconv.prewitt("y").values.tolist()
-    [[12, 12, 12, 12], [24, 24, 24, 24], [12, 12, 12, 12]]
-    """
+    [[12, 12, 12, 12], [24, 24, 24, 24], [12, 12, 12, 12]]""")
+def prewitt(obj, dim, mode="reflect", cval=0.0):
     return _gradient(edges.prewitt, obj, dim, mode, cval)
 
 
@@ -586,11 +501,9 @@ def _ranked(op, obj, pick, size, footprint, mode, cval, origin, nan_policy):
               nan_policy=nan_policy)
 
 
-@docs.fill
-def minimum_filter(obj, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
-    """Minimum filter along named dims, as scipy.ndimage.minimum_filter.
+_NAMED_EXTREMUM_DOC = """${Name} filter along named dims, as scipy.ndimage.${name}_filter.
 
-    ``da.distconv.minimum_filter(size)``: :func:`distconv.minimum_filter` over a window along
+    ``da.distconv.${name}_filter(size)``: :func:`distconv.${name}_filter` over a window along
     the dims ``size`` (or a footprint DataArray) names; the other dims are left alone. NaN:
     a window holding one gives NaN, unless ``nan_policy='omit'``.
 
@@ -617,56 +530,27 @@ def minimum_filter(obj, size=None, footprint=None, mode="reflect", cval=0.0, ori
 
     See Also
     --------
-    distconv.minimum_filter : On arrays, by axes.
+    distconv.${name}_filter : On arrays, by axes.
 
     Examples
     --------
+$examples
+    """
+
+
+@docs.twin(_NAMED_EXTREMUM_DOC, name="minimum", Name="Minimum", extreme="smallest", examples="""\
     >>> da = xr.DataArray(np.array([[3, 1, 4, 1], [5, 9, 2, 6]]), dims=("y", "x"))
     >>> da.distconv.minimum_filter({"x": 3}).values.tolist()
-    [[1, 1, 1, 1], [5, 2, 2, 2]]
-    """
+    [[1, 1, 1, 1], [5, 2, 2, 2]]""")
+def minimum_filter(obj, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
     return _extremum(ranked.minimum_filter, obj, size, footprint, mode, cval, origin, nan_policy)
 
 
-@docs.fill
-def maximum_filter(obj, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
-    """Maximum filter along named dims, as scipy.ndimage.maximum_filter.
-
-    ``da.distconv.maximum_filter(size)``: :func:`distconv.maximum_filter` over a window along
-    the dims ``size`` (or a footprint DataArray) names; the other dims are left alone. NaN:
-    a window holding one gives NaN, unless ``nan_policy='omit'``.
-
-    Parameters
-    ----------
-    {dim_size}
-    {dim_footprint}
-    mode : str, sequence of str or dict {dim: str}, optional
-        Per dim of the window, in the order named (the dims a dict leaves out take
-        'reflect'); one mode for a footprint that is not a box.
-        {mode_names}
-    {dim_cval}
-    {dim_origin}
-    {nan_policy_rank}
-
-    Returns
-    -------
-    {returns_named}
-
-    Raises
-    ------
-    ValueError
-        {raises_named}
-
-    See Also
-    --------
-    distconv.maximum_filter : On arrays, by axes.
-
-    Examples
-    --------
+@docs.twin(_NAMED_EXTREMUM_DOC, name="maximum", Name="Maximum", extreme="largest", examples="""\
     >>> da = xr.DataArray(np.array([[3, 1, 4, 1], [5, 9, 2, 6]]), dims=("y", "x"))
     >>> da.distconv.maximum_filter({"x": 3}).values.tolist()
-    [[3, 4, 4, 4], [9, 9, 9, 6]]
-    """
+    [[3, 4, 4, 4], [9, 9, 9, 6]]""")
+def maximum_filter(obj, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
     return _extremum(ranked.maximum_filter, obj, size, footprint, mode, cval, origin, nan_policy)
 
 
@@ -794,11 +678,9 @@ def percentile_filter(obj, percentile, size=None, footprint=None, mode="reflect"
     return _ranked(ranked.percentile_filter, obj, (percentile,), size, footprint, mode, cval, origin, nan_policy)
 
 
-@docs.fill
-def minimum_filter1d(obj, size, dim, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
-    """One-dimensional minimum filter along a named dim, as scipy.ndimage.minimum_filter1d.
+_NAMED_EXTREMUM_1D_DOC = """One-dimensional ${name} filter along a named dim, as scipy.ndimage.${name}_filter1d.
 
-    ``da.distconv.minimum_filter1d(size, dim)``: :func:`distconv.minimum_filter1d` along
+    ``da.distconv.${name}_filter1d(size, dim)``: :func:`distconv.${name}_filter1d` along
     ``dim``.
 
     Parameters
@@ -824,53 +706,25 @@ def minimum_filter1d(obj, size, dim, mode="reflect", cval=0.0, origin=0, nan_pol
 
     See Also
     --------
-    distconv.minimum_filter1d : On arrays, by axis.
+    distconv.${name}_filter1d : On arrays, by axis.
 
     Examples
     --------
+$examples
+    """
+
+
+@docs.twin(_NAMED_EXTREMUM_1D_DOC, name="minimum", Name="Minimum", extreme="smallest", examples="""\
     >>> da = xr.DataArray(np.arange(12).reshape(3, 4), dims=("y", "x"))
     >>> da.distconv.minimum_filter1d(3, "x").values.tolist()
-    [[0, 0, 1, 2], [4, 4, 5, 6], [8, 8, 9, 10]]
-    """
+    [[0, 0, 1, 2], [4, 4, 5, 6], [8, 8, 9, 10]]""")
+def minimum_filter1d(obj, size, dim, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
     return ranked.minimum_filter1d(obj, size, *_along_one(obj, dim, mode, cval, origin), nan_policy=nan_policy)
 
 
-@docs.fill
-def maximum_filter1d(obj, size, dim, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
-    """One-dimensional maximum filter along a named dim, as scipy.ndimage.maximum_filter1d.
-
-    ``da.distconv.maximum_filter1d(size, dim)``: :func:`distconv.maximum_filter1d` along
-    ``dim``.
-
-    Parameters
-    ----------
-    size : int
-        The window's length.
-    dim : str
-        The dim to filter along.
-    {dim_one_mode}
-    {dim_cval}
-    origin : int or dict {dim: int}, optional
-        Where the window sits over each element: 0 (default) centres it.
-    {nan_policy_rank}
-
-    Returns
-    -------
-    {returns_named}
-
-    Raises
-    ------
-    ValueError
-        {raises_named}
-
-    See Also
-    --------
-    distconv.maximum_filter1d : On arrays, by axis.
-
-    Examples
-    --------
+@docs.twin(_NAMED_EXTREMUM_1D_DOC, name="maximum", Name="Maximum", extreme="largest", examples="""\
     >>> da = xr.DataArray(np.arange(12).reshape(3, 4), dims=("y", "x"))
     >>> da.distconv.maximum_filter1d(3, "y").values.tolist()
-    [[4, 5, 6, 7], [8, 9, 10, 11], [8, 9, 10, 11]]
-    """
+    [[4, 5, 6, 7], [8, 9, 10, 11], [8, 9, 10, 11]]""")
+def maximum_filter1d(obj, size, dim, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
     return ranked.maximum_filter1d(obj, size, *_along_one(obj, dim, mode, cval, origin), nan_policy=nan_policy)

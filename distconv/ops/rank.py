@@ -244,14 +244,12 @@ def _rank_filter(x, size, footprint, mode, cval, origin, axes, output, pick, nam
     return _ranked(x, fp, pick, mode, cval, origin, axes, output, dt, name, allow_rechunk, nan_policy)
 
 
-@docs.fill
-def minimum_filter(x, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, *,
-                   axes=None, output=None, nan_policy="propagate", allow_rechunk=True):
-    """Multidimensional minimum filter, as scipy.ndimage.minimum_filter.
+# minimum_filter and maximum_filter (and their 1-D forms) differ in a few words: one text each
+_EXTREMUM_DOC = """Multidimensional $name filter, as scipy.ndimage.${name}_filter.
 
-    The smallest value in each element's window: a box (``size``, run as one 1-D pass per
+    The $extreme value in each element's window: a box (``size``, run as one 1-D pass per
     axis, each axis with its own mode if given) or any ``footprint``. Without NaN the numbers
-    are scipy.ndimage.minimum_filter's for every chunking and device; NaN follows numpy's rule
+    are scipy.ndimage.${name}_filter's for every chunking and device; NaN follows numpy's rule
     (see Notes).
 
     Parameters
@@ -285,8 +283,8 @@ def minimum_filter(x, size=None, footprint=None, mode="reflect", cval=0.0, origi
 
     See Also
     --------
-    maximum_filter, minimum_filter1d, rank_filter
-    scipy.ndimage.minimum_filter : The reference on numpy arrays.
+    $other_filter, ${name}_filter1d, rank_filter
+    scipy.ndimage.${name}_filter : The reference on numpy arrays.
 
     Notes
     -----
@@ -294,6 +292,59 @@ def minimum_filter(x, size=None, footprint=None, mode="reflect", cval=0.0, origi
 
     Examples
     --------
+$examples
+    """
+
+_EXTREMUM_1D_DOC = """One-dimensional $name filter along an axis, as scipy.ndimage.${name}_filter1d.
+
+    The $extreme of ``size`` consecutive values along ``axis`` around each element. Without
+    NaN the numbers are scipy.ndimage.${name}_filter1d's for every chunking and device; NaN
+    follows numpy's rule (see Notes).
+
+    Parameters
+    ----------
+    {x}
+        Bool, integer, float32 or float64 data.
+    size : int
+        The window's length.
+    {axis}
+    {mode}
+    {cval}
+    origin : int, optional
+        Where the window sits over each element: 0 (default) centres it, a positive value
+        shifts it to the left, a negative one to the right.
+    {output}
+    {nan_policy_rank}
+    {allow_rechunk}
+
+    Returns
+    -------
+    {returns_filter}
+
+    Raises
+    ------
+    ValueError
+        {raises_value}
+        Also a ``size`` below 1 or a sequence of modes.
+    TypeError
+        {raises_type}
+
+    See Also
+    --------
+    ${name}_filter : Over a box or footprint of several axes.
+    scipy.ndimage.${name}_filter1d : The reference on numpy arrays.
+
+    Notes
+    -----
+    {nan_rule}
+
+    Examples
+    --------
+$examples
+    """
+
+
+@docs.twin(_EXTREMUM_DOC, name="minimum", extreme="smallest", other_filter="maximum_filter", examples="""\
     >>> dc.minimum_filter(np.array([3.0, 1, 4, 1, 5, 9, 2, 6]), 3).tolist()
     [1.0, 1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0]
     >>> a = np.array([[1, 5, 2], [7, 3, 9], [4, 8, 6]])
@@ -301,181 +352,42 @@ def minimum_filter(x, size=None, footprint=None, mode="reflect", cval=0.0, origi
     [[1, 1, 2], [1, 3, 2], [4, 3, 6]]
     >>> z = np.array([1.0, np.nan, 3, 4, 5])
     >>> dc.minimum_filter(z, 3).tolist(), dc.minimum_filter(z, 3, nan_policy="omit").tolist()
-    ([nan, nan, nan, 3.0, 4.0], [1.0, 1.0, 3.0, 3.0, 4.0])
-    """
+    ([nan, nan, nan, 3.0, 4.0], [1.0, 1.0, 3.0, 3.0, 4.0])""")
+def minimum_filter(x, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, *,
+                   axes=None, output=None, nan_policy="propagate", allow_rechunk=True):
     return _extremum(x, size, footprint, mode, cval, origin, axes, output, True,
                      "distconv-minimum", allow_rechunk, nan_policy)
 
 
-@docs.fill
-def maximum_filter(x, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, *,
-                   axes=None, output=None, nan_policy="propagate", allow_rechunk=True):
-    """Multidimensional maximum filter, as scipy.ndimage.maximum_filter.
-
-    The largest value in each element's window: a box (``size``, run as one 1-D pass per
-    axis, each axis with its own mode if given) or any ``footprint``. Without NaN the numbers
-    are scipy.ndimage.maximum_filter's for every chunking and device; NaN follows numpy's rule
-    (see Notes).
-
-    Parameters
-    ----------
-    {x}
-        Bool, integer, float32 or float64 data.
-    {size}
-    {footprint}
-    mode : str or sequence of str, optional
-        One mode, or, for a box, one per filtered axis (in the order of ``axes``).
-        {mode_names}
-    {cval}
-    {origin}
-    {axes}
-    {output}
-    {nan_policy_rank}
-    {allow_rechunk}
-
-    Returns
-    -------
-    {returns_filter}
-
-    Raises
-    ------
-    ValueError
-        {raises_value}
-        Also neither ``size`` nor ``footprint``, a ``size`` below 1, a footprint that selects
-        nothing, or a sequence of modes with a footprint that is not a box.
-    TypeError
-        {raises_type}
-
-    See Also
-    --------
-    minimum_filter, maximum_filter1d, rank_filter
-    scipy.ndimage.maximum_filter : The reference on numpy arrays.
-
-    Notes
-    -----
-    {nan_rule}
-
-    Examples
-    --------
+@docs.twin(_EXTREMUM_DOC, name="maximum", extreme="largest", other_filter="minimum_filter", examples="""\
     >>> dc.maximum_filter(np.array([3.0, 1, 4, 1, 5, 9, 2, 6]), 3).tolist()
     [3.0, 4.0, 4.0, 5.0, 9.0, 9.0, 9.0, 6.0]
     >>> a = np.array([[1, 5, 2], [7, 3, 9], [4, 8, 6]])
     >>> dc.maximum_filter(a, size=(1, 2)).tolist()
-    [[1, 5, 5], [7, 7, 9], [4, 8, 8]]
-    """
+    [[1, 5, 5], [7, 7, 9], [4, 8, 8]]""")
+def maximum_filter(x, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, *,
+                   axes=None, output=None, nan_policy="propagate", allow_rechunk=True):
     return _extremum(x, size, footprint, mode, cval, origin, axes, output, False,
                      "distconv-maximum", allow_rechunk, nan_policy)
 
 
-@docs.fill
-def minimum_filter1d(x, size, axis=-1, mode="reflect", cval=0.0, origin=0, *, output=None,
-                     nan_policy="propagate", allow_rechunk=True):
-    """One-dimensional minimum filter along an axis, as scipy.ndimage.minimum_filter1d.
-
-    The smallest of ``size`` consecutive values along ``axis`` around each element. Without
-    NaN the numbers are scipy.ndimage.minimum_filter1d's for every chunking and device; NaN
-    follows numpy's rule (see Notes).
-
-    Parameters
-    ----------
-    {x}
-        Bool, integer, float32 or float64 data.
-    size : int
-        The window's length.
-    {axis}
-    {mode}
-    {cval}
-    origin : int, optional
-        Where the window sits over each element: 0 (default) centres it, a positive value
-        shifts it to the left, a negative one to the right.
-    {output}
-    {nan_policy_rank}
-    {allow_rechunk}
-
-    Returns
-    -------
-    {returns_filter}
-
-    Raises
-    ------
-    ValueError
-        {raises_value}
-        Also a ``size`` below 1 or a sequence of modes.
-    TypeError
-        {raises_type}
-
-    See Also
-    --------
-    minimum_filter : Over a box or footprint of several axes.
-    scipy.ndimage.minimum_filter1d : The reference on numpy arrays.
-
-    Notes
-    -----
-    {nan_rule}
-
-    Examples
-    --------
+@docs.twin(_EXTREMUM_1D_DOC, name="minimum", extreme="smallest", examples="""\
     >>> dc.minimum_filter1d(np.array([3, 1, 4, 1, 5]), 2).tolist()
     [3, 1, 1, 1, 1]
     >>> dc.minimum_filter1d(np.array([[3, 1], [4, 0], [5, 9]]), 3, axis=0).tolist()
-    [[3, 0], [3, 0], [4, 0]]
-    """
+    [[3, 0], [3, 0], [4, 0]]""")
+def minimum_filter1d(x, size, axis=-1, mode="reflect", cval=0.0, origin=0, *, output=None,
+                     nan_policy="propagate", allow_rechunk=True):
     canonical_mode(mode)
     return minimum_filter(x, operator.index(size), None, mode, cval, origin, axes=[axis],
                           output=output, nan_policy=nan_policy, allow_rechunk=allow_rechunk)
 
 
-@docs.fill
+@docs.twin(_EXTREMUM_1D_DOC, name="maximum", extreme="largest", examples="""\
+    >>> dc.maximum_filter1d(np.array([3, 1, 4, 1, 5]), 3).tolist()
+    [3, 4, 4, 5, 5]""")
 def maximum_filter1d(x, size, axis=-1, mode="reflect", cval=0.0, origin=0, *, output=None,
                      nan_policy="propagate", allow_rechunk=True):
-    """One-dimensional maximum filter along an axis, as scipy.ndimage.maximum_filter1d.
-
-    The largest of ``size`` consecutive values along ``axis`` around each element. Without
-    NaN the numbers are scipy.ndimage.maximum_filter1d's for every chunking and device; NaN
-    follows numpy's rule (see Notes).
-
-    Parameters
-    ----------
-    {x}
-        Bool, integer, float32 or float64 data.
-    size : int
-        The window's length.
-    {axis}
-    {mode}
-    {cval}
-    origin : int, optional
-        Where the window sits over each element: 0 (default) centres it, a positive value
-        shifts it to the left, a negative one to the right.
-    {output}
-    {nan_policy_rank}
-    {allow_rechunk}
-
-    Returns
-    -------
-    {returns_filter}
-
-    Raises
-    ------
-    ValueError
-        {raises_value}
-        Also a ``size`` below 1 or a sequence of modes.
-    TypeError
-        {raises_type}
-
-    See Also
-    --------
-    maximum_filter : Over a box or footprint of several axes.
-    scipy.ndimage.maximum_filter1d : The reference on numpy arrays.
-
-    Notes
-    -----
-    {nan_rule}
-
-    Examples
-    --------
-    >>> dc.maximum_filter1d(np.array([3, 1, 4, 1, 5]), 3).tolist()
-    [3, 4, 4, 5, 5]
-    """
     canonical_mode(mode)
     return maximum_filter(x, operator.index(size), None, mode, cval, origin, axes=[axis],
                           output=output, nan_policy=nan_policy, allow_rechunk=allow_rechunk)

@@ -28,27 +28,20 @@ def reduce(x, op="add", axis=None, dtype=None, keepdims=False):
         Bool, integer, float32 or float64 data.
     op : {'add', 'mul', 'min', 'max'}, optional
         The operation. Default 'add'.
-    axis : int or sequence of int, optional
-        The axes to reduce; None (default) reduces every axis.
+    {reduce_axis}
     dtype : dtype, optional
         The result's dtype (default numpy's).
-    keepdims : bool, optional
-        Keep the reduced axes, with length 1 (numpy, cupy and dask inputs). Default False.
+    {keepdims}
 
     Returns
     -------
-    out : scalar or array
-        numpy in: a numpy scalar (every axis reduced) or array; cupy in: a cupy array; dask
-        in: a lazy dask array (0-d when every axis is reduced); xarray in: a DataArray without
-        the reduced dims, its attrs kept.
+    {returns_reduced}
 
     Raises
     ------
     ValueError
         An unknown ``op``, or an ``axis`` out of range or repeated.
-    TypeError
-        ``x`` of a dtype distconv does not process (complex, float16, object, strings), a
-        ``dtype`` that cannot hold the result, or a non-integer ``axis``.
+    {raises_reduce_type}
 
     See Also
     --------
@@ -88,27 +81,20 @@ def sum(x, axis=None, dtype=None, keepdims=False):  # noqa: A001 - numpy's name
     ----------
     {x}
         Bool, integer, float32 or float64 data.
-    axis : int or sequence of int, optional
-        The axes to reduce; None (default) reduces every axis.
+    {reduce_axis}
     dtype : dtype, optional
         The result's dtype (default numpy's).
-    keepdims : bool, optional
-        Keep the reduced axes, with length 1 (numpy, cupy and dask inputs). Default False.
+    {keepdims}
 
     Returns
     -------
-    out : scalar or array
-        numpy in: a numpy scalar (every axis reduced) or array; cupy in: a cupy array; dask
-        in: a lazy dask array (0-d when every axis is reduced); xarray in: a DataArray without
-        the reduced dims, its attrs kept.
+    {returns_reduced}
 
     Raises
     ------
     ValueError
         An ``axis`` out of range or repeated.
-    TypeError
-        ``x`` of a dtype distconv does not process (complex, float16, object, strings), a
-        ``dtype`` that cannot hold the result, or a non-integer ``axis``.
+    {raises_reduce_type}
 
     See Also
     --------
@@ -138,27 +124,20 @@ def prod(x, axis=None, dtype=None, keepdims=False):
     ----------
     {x}
         Bool, integer, float32 or float64 data.
-    axis : int or sequence of int, optional
-        The axes to reduce; None (default) reduces every axis.
+    {reduce_axis}
     dtype : dtype, optional
         The result's dtype (default numpy's).
-    keepdims : bool, optional
-        Keep the reduced axes, with length 1 (numpy, cupy and dask inputs). Default False.
+    {keepdims}
 
     Returns
     -------
-    out : scalar or array
-        numpy in: a numpy scalar (every axis reduced) or array; cupy in: a cupy array; dask
-        in: a lazy dask array (0-d when every axis is reduced); xarray in: a DataArray without
-        the reduced dims, its attrs kept.
+    {returns_reduced}
 
     Raises
     ------
     ValueError
         An ``axis`` out of range or repeated.
-    TypeError
-        ``x`` of a dtype distconv does not process (complex, float16, object, strings), a
-        ``dtype`` that cannot hold the result, or a non-integer ``axis``.
+    {raises_reduce_type}
 
     See Also
     --------
@@ -183,25 +162,18 @@ def min(x, axis=None, keepdims=False):  # noqa: A001
     ----------
     {x}
         Bool, integer, float32 or float64 data.
-    axis : int or sequence of int, optional
-        The axes to reduce; None (default) reduces every axis.
-    keepdims : bool, optional
-        Keep the reduced axes, with length 1 (numpy, cupy and dask inputs). Default False.
+    {reduce_axis}
+    {keepdims}
 
     Returns
     -------
-    out : scalar or array
-        numpy in: a numpy scalar (every axis reduced) or array; cupy in: a cupy array; dask
-        in: a lazy dask array (0-d when every axis is reduced); xarray in: a DataArray without
-        the reduced dims, its attrs kept.
+    {returns_reduced}
 
     Raises
     ------
     ValueError
         An ``axis`` out of range or repeated.
-    TypeError
-        ``x`` of a dtype distconv does not process (complex, float16, object, strings), a
-        ``dtype`` that cannot hold the result, or a non-integer ``axis``.
+    {raises_reduce_type}
 
     See Also
     --------
@@ -228,25 +200,18 @@ def max(x, axis=None, keepdims=False):  # noqa: A001
     ----------
     {x}
         Bool, integer, float32 or float64 data.
-    axis : int or sequence of int, optional
-        The axes to reduce; None (default) reduces every axis.
-    keepdims : bool, optional
-        Keep the reduced axes, with length 1 (numpy, cupy and dask inputs). Default False.
+    {reduce_axis}
+    {keepdims}
 
     Returns
     -------
-    out : scalar or array
-        numpy in: a numpy scalar (every axis reduced) or array; cupy in: a cupy array; dask
-        in: a lazy dask array (0-d when every axis is reduced); xarray in: a DataArray without
-        the reduced dims, its attrs kept.
+    {returns_reduced}
 
     Raises
     ------
     ValueError
         An ``axis`` out of range or repeated.
-    TypeError
-        ``x`` of a dtype distconv does not process (complex, float16, object, strings), a
-        ``dtype`` that cannot hold the result, or a non-integer ``axis``.
+    {raises_reduce_type}
 
     See Also
     --------
@@ -274,25 +239,18 @@ def mean(x, axis=None, keepdims=False):
     ----------
     {x}
         Bool, integer, float32 or float64 data.
-    axis : int or sequence of int, optional
-        The axes to reduce; None (default) reduces every axis.
-    keepdims : bool, optional
-        Keep the reduced axes, with length 1 (numpy, cupy and dask inputs). Default False.
+    {reduce_axis}
+    {keepdims}
 
     Returns
     -------
-    out : scalar or array
-        numpy in: a numpy scalar (every axis reduced) or array; cupy in: a cupy array; dask
-        in: a lazy dask array (0-d when every axis is reduced); xarray in: a DataArray without
-        the reduced dims, its attrs kept.
+    {returns_reduced}
 
     Raises
     ------
     ValueError
         An ``axis`` out of range or repeated.
-    TypeError
-        ``x`` of a dtype distconv does not process (complex, float16, object, strings), a
-        ``dtype`` that cannot hold the result, or a non-integer ``axis``.
+    {raises_reduce_type}
 
     See Also
     --------

@@ -190,11 +190,9 @@ def cumprod(x, axis=None, dtype=None):
     return scan(x, "mul", axis, False, dtype)
 
 
-@docs.fill
-def cummin(x, axis=None, dtype=None):
-    """Cumulative minimum, as numpy.minimum.accumulate.
+_CUMULATIVE_EXTREMUM_DOC = """Cumulative ${extreme}, as numpy.${extreme}.accumulate.
 
-    ``scan(x, "min", axis, dtype=dtype)``; unlike ``numpy.minimum.accumulate``, ``axis=None``
+    ``scan(x, ${op}, axis, dtype=dtype)``; unlike ``numpy.${extreme}.accumulate``, ``axis=None``
     scans the flattened array. NaN propagates.
 
     Parameters
@@ -220,55 +218,28 @@ def cummin(x, axis=None, dtype=None):
 
     See Also
     --------
-    scan, cummax
-    numpy.minimum.accumulate : The reference on numpy arrays.
+    ${see_also}
+    numpy.${extreme}.accumulate : The reference on numpy arrays.
 
     Examples
     --------
-    >>> dc.cummin(np.array([3, 1, 2, 0])).tolist()
-    [3, 1, 1, 0]
+$examples
     """
+
+
+@docs.twin(_CUMULATIVE_EXTREMUM_DOC, see_also="scan, cummax", op='"min"', name="cummin", extreme="minimum",
+           Extreme="Minimum", examples="""\
+    >>> dc.cummin(np.array([3, 1, 2, 0])).tolist()
+    [3, 1, 1, 0]""")
+def cummin(x, axis=None, dtype=None):
     return scan(x, "min", axis, False, dtype)
 
 
-@docs.fill
-def cummax(x, axis=None, dtype=None):
-    """Cumulative maximum, as numpy.maximum.accumulate.
-
-    ``scan(x, "max", axis, dtype=dtype)``; unlike ``numpy.maximum.accumulate``, ``axis=None``
-    scans the flattened array. NaN propagates.
-
-    Parameters
-    ----------
-    {x}
-        Bool, integer, float32 or float64 data.
-    axis : int, optional
-        The axis to scan along; None (default) the flattened array.
-    dtype : dtype, optional
-        The result's dtype (default: the input's).
-
-    Returns
-    -------
-    {returns}
-
-    Raises
-    ------
-    ValueError
-        An ``axis`` out of range, or ``axis=None`` for an xarray input.
-    TypeError
-        ``x`` of a dtype distconv does not process (complex, float16, object, strings), a
-        ``dtype`` that cannot hold the result, or a non-integer ``axis``.
-
-    See Also
-    --------
-    scan, cummin
-    numpy.maximum.accumulate : The reference on numpy arrays.
-
-    Examples
-    --------
+@docs.twin(_CUMULATIVE_EXTREMUM_DOC, see_also="scan, cummin", op='"max"', name="cummax", extreme="maximum",
+           Extreme="Maximum", examples="""\
     >>> dc.cummax(np.array([[1, 3], [2, 4]]), axis=1).tolist()
     [[1, 3], [2, 4]]
     >>> dc.cummax(np.array([1, 3, 2, 4])).tolist()
-    [1, 3, 3, 4]
-    """
+    [1, 3, 3, 4]""")
+def cummax(x, axis=None, dtype=None):
     return scan(x, "max", axis, False, dtype)
