@@ -47,7 +47,7 @@ def make_input(path: Path, rows: int):
         s = np.sin(r * (6 * np.pi / rows)) + cols + 0.3 * np.roll(base, 977 * k, axis=1)
         z[k * CHUNK:(k + 1) * CHUNK] = np.round(s * 256) / 256
 
-    with ThreadPoolExecutor(8) as ex:
+    with ThreadPoolExecutor(min(32, os.cpu_count() or 8)) as ex:
         list(ex.map(slab, range(rows // CHUNK)))
 
 
@@ -58,9 +58,10 @@ def _shape(path: Path) -> tuple | None:
 
 
 def distconv_run(name: str, root: Path, src: Path, steps: list, hist=None, cluster=None, region=None,
-                 device=None) -> dict:
+                 device=None, env=None) -> dict:
     """`distconv run` in a fresh process (what a user times), chunks auto, the default cluster
-    or ``cluster`` (its YAML mapping); ``region``: input.region; ``device``: the workflow's."""
+    or ``cluster`` (its YAML mapping); ``region``: input.region; ``device``: the workflow's;
+    ``env``: the process's environment (else this one's)."""
     import yaml
 
     from distconv.engine import ownership
@@ -85,7 +86,7 @@ def distconv_run(name: str, root: Path, src: Path, steps: list, hist=None, clust
         cmd = ["py-spy", "record", "--subprocesses", "--rate", "100", "--format", "raw", f"--{mode}",
                "-o", str(Path(folder, f"{name}-{mode}.txt")), "--"] + cmd
     t = time.perf_counter()
-    res = subprocess.run(cmd, capture_output=True, text=True)
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t
     print(res.stdout[-3000:], res.stderr[-3000:], flush=True)
     if res.returncode:

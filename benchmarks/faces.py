@@ -87,14 +87,16 @@ def make_dataset(root: Path, rows: int) -> Path:
     return ds
 
 
-def snippet(name: str, root: Path, text: str) -> dict:
-    """Run a snippet in a fresh process; its wall seconds, counted as a user's."""
+def snippet(name: str, root: Path, text: str, env=None) -> dict:
+    """Run a snippet in a fresh process (``env``: its environment, else this one's); its wall
+    seconds, counted as a user's."""
     out = root / f"{name}.zarr"
     e2e.drop(out)  # a previous run's
     (root / f"{name}.py").write_text(text)
     os.sync()
     t = time.perf_counter()
-    res = subprocess.run([sys.executable, str(root / f"{name}.py")], capture_output=True, text=True, cwd=root)
+    res = subprocess.run([sys.executable, str(root / f"{name}.py")], capture_output=True, text=True, cwd=root,
+                         env=env)
     wall = time.perf_counter() - t
     print(name, round(wall, 2), res.stdout[-2000:], res.stderr[-3000:], flush=True)
     if res.returncode:

@@ -46,7 +46,10 @@ def info(cluster_path):
 @click.option("--no-progress", is_flag=True, help="no progress bar")
 @click.option("--json", "json_path", default=None, help="also write the run summary as JSON here (a list "
               "for several workflows)")
-def run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path):
+@click.option("--report", "report_dir", default=None, metavar="DIR", help="write DIR/report.md: the steps "
+              "with their arguments, input and output, seconds per stage, and a plot of the blocks over "
+              "time per worker (DIR/timeline.png)")
+def run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, report_dir):
     """Run batch workflows, in turn, on one cluster (started once for all of them)."""
     params = dict(locals())  # this command's arguments, for its body and the warm process
     code = command.run(params)

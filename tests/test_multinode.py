@@ -62,3 +62,20 @@ def test_workflow_on_a_running_scheduler_with_two_workers(tmp_path, scheduler):
                "general": lambda: ndi.gaussian_filter(x, 1.5, mode="wrap")}[name]()
         np.testing.assert_allclose(zarr.open_array(str(tmp_path / f"{name}.zarr"), mode="r")[...], ref,
                                    rtol=1e-5, atol=1e-4)
+    # the workers distconv did not start were asked to warm up (engine/prewarm.Warmup), each once
+    from distributed import Client
+
+    from distconv.engine import prewarm
+
+    with Client(scheduler, timeout="30s") as c:
+        plugins = c.run(lambda dask_worker: sorted(dask_worker.plugins))
+        assert len(plugins) == 2 and all(prewarm.PLUGIN in names for names in plugins.values()), plugins
+
+
+def test_the_python_face_asks_a_running_scheduler_s_workers_to_warm_up(scheduler):
+    import distconv as dc
+    from distconv.engine import prewarm
+
+    with dc.cluster({"type": "address", "address": scheduler}, quiet=True) as client:
+        plugins = client.run(lambda dask_worker: sorted(dask_worker.plugins))
+    assert len(plugins) == 2 and all(prewarm.PLUGIN in names for names in plugins.values()), plugins

@@ -58,6 +58,19 @@ class Host:
         """An empty array of this device (the meta of a dask array of its blocks)."""
         return np.empty(shape, dtype)
 
+    def zeros(self, shape: tuple, dtype):
+        """An array of zeros where work runs."""
+        return np.zeros(shape, dtype)
+
+    def kernels_cached(self) -> int:
+        """How many compiled kernels the node's kernel cache holds (CPUs build none)."""
+        return 0
+
+    def kernel_cache(self):
+        """(folder, build id): where the node keeps compiled kernels and what they were built
+        from (sources, compiler, architecture); None where nothing is compiled."""
+        return None
+
     def upload_pieces(self, cuts, fill, name: str):
         """A uint8 buffer of ``cuts[-1]`` bytes where work runs, whose bytes cuts[k]..cuts[k+1]
         ``fill(k, host)`` writes (``name``: the staging pieces it goes through)."""
@@ -125,6 +138,22 @@ class Cuda(Host):
         import cupy
 
         return cupy.empty(shape, dtype=dtype)
+
+    def zeros(self, shape: tuple, dtype):
+        import cupy
+
+        return cupy.zeros(shape, dtype=dtype)
+
+    def kernels_cached(self) -> int:
+        """(CuPy's kernel cache: one file per compiled module, read by every process of the node.)"""
+        from .cuda import loader
+
+        return loader.cached_kernels()
+
+    def kernel_cache(self):
+        from .cuda import loader
+
+        return loader.cache_dir(), loader.build_id()
 
     def upload_pieces(self, cuts, fill, name: str):
         """Uploaded on the current stream through two pinned staging buffers that take turns."""

@@ -8,6 +8,7 @@ import time
 
 from .. import engine
 from ..engine import ownership, storage
+from ..engine.job import timeline as engine_timeline
 from ..engine.location import Location, join
 from . import identity, plans
 from .inputs import dataset_attrs, ensure_input
@@ -53,7 +54,8 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
         preflight(wf, overwrite, resume, job={})
         from .bovw import run_bovw
 
-        return run_bovw(wf, client, overwrite)
+        return {**run_bovw(wf, client, overwrite), "steps": [o for o, _ in wf.steps],
+                "step_arguments": [jsonable(p) for _, p in wf.steps]}
     job = identity.job(wf) if job is None else job
     action = preflight(wf, overwrite, resume, job)
     if action == "done":
@@ -81,7 +83,7 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
                             shown)
 
     try:
-        step_seconds, results = _compute(write, client)
+        step_seconds, results, stream, started = _compute(write, client)
         _finish(wf, array_path, dims is not None, claim)
     except ownership.Superseded as e:  # another run claimed the output meanwhile
         raise WorkflowError(str(e)) from None
@@ -90,7 +92,53 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
                        step_seconds, plan.says(results))
     if shown is not None:
         summary["progress"] = shown.summary()  # (seconds, bytes) as the blocks finished
+    summary["arrays"] = {"input": _array_facts(wf.input["path"], wf.input.get("variable")),
+                         "output": _array_facts(array_path)}
+    summary["timeline"] = _timeline(plan, results, stream, started, client)
     return _with_files(summary, wf, hist, plan.source, array_path)
+
+
+def _array_facts(path: str, variable: str | None = None) -> dict:
+    """The stored array at ``path`` (a dataset's ``variable`` in it): path, shape, dtype, chunks
+    and shards as its metadata says (what the report lists)."""
+    import zarr
+
+    facts = {"path": str(path)} | ({"variable": variable} if variable else {})
+    try:
+        z = zarr.open_array(join(str(path), variable) if variable else str(path), mode="r")
+        facts |= {"shape": list(z.shape), "dtype": str(z.dtype), "chunks": list(z.chunks),
+                  "shards": list(z.shards) if z.shards else None}
+    except Exception:  # noqa: BLE001 - what the metadata says is extra: the run is done
+        pass
+    return facts
+
+
+def _timeline(plan, results, stream: list, started: float, client) -> list | None:
+    """When the job's blocks ran, in seconds since it was submitted (``started``, epoch):
+    [[worker, start, end, bytes], ...] by start. The engine's blocks time themselves
+    (engine.job.timeline: one entry per block). Dask's general path runs a block as several
+    tasks (reading, each step, its chunk-aligned write): its entries are every task of the job
+    from the cluster's task stream, bytes on the writes (distconv-store), so it has none
+    without a cluster (None)."""
+    import math
+
+    from dask.utils import key_split
+
+    if plan.engine.job is not None:
+        return engine_timeline(plan.engine.job, results[0], started)
+    if client is None:
+        return None
+    names = {a: str(w.get("name", a)) for a, w in client.scheduler_info()["workers"].items()}
+    chunks = storage.write_chunks(plan.data, plan.storage_chunks)
+    out = []
+    for task in stream:
+        key, nbytes = task["key"], 0
+        if key_split(key) == "distconv-store" and isinstance(key, tuple):
+            nbytes = int(math.prod(c[i] for c, i in zip(chunks, key[1:]))) * plan.data.dtype.itemsize
+        worker = names.get(task.get("worker"), str(task.get("worker")))
+        out += [[worker, round(s["start"] - started, 6), round(s["stop"] - started, 6), nbytes]
+                for s in task.get("startstops", ()) if s["action"] == "compute"]
+    return sorted(out, key=lambda e: e[1])
 
 
 def _attrs(wf: Workflow) -> dict:
@@ -127,6 +175,7 @@ def _summary(wf: Workflow, client, t0: float, shape, dtype, bytes_in: int, bytes
     seconds = time.perf_counter() - t0
     summary = {"workflow": wf.name, "input": wf.input["path"], "output": str(wf.outputs["path"]),
                "shape": list(shape), "dtype": str(np.dtype(dtype)), "steps": [o for o, _ in wf.steps],
+               "step_arguments": [jsonable(p) for _, p in wf.steps],
                "bytes_in": bytes_in, "bytes_out": bytes_out, "seconds": round(seconds, 3),
                "GBps": round(bytes_in / seconds / 1e9, 3), "gpu_memory_peak": _gpu_peak(client),
                "step_seconds": step_seconds, **extra,
@@ -148,13 +197,15 @@ def _with_files(summary: dict, wf: Workflow, hist, source, array_path: str) -> d
     return summary
 
 
-def _compute(write, client) -> tuple[dict, object]:
+def _compute(write, client) -> tuple[dict, object, list, float]:
     """Run ``write()`` (engine.write: stopped on the cluster when interrupted or failed);
     returns busy seconds per task prefix (the steps, as the dashboard names them:
-    distconv-gaussian, distconv-correlate, distconv-store, ...) when on a cluster, and the
-    computed results."""
+    distconv-gaussian, distconv-correlate, distconv-store, ...) when on a cluster, the
+    computed results, the cluster's task stream of the job (none without a cluster) and when
+    it was submitted (epoch seconds)."""
     if client is None:
-        return {}, write()
+        submitted = time.time()
+        return {}, write(), [], submitted
     from dask.utils import key_split
     from distributed import get_task_stream
 
@@ -177,7 +228,7 @@ def _compute(write, client) -> tuple[dict, object]:
     if first is not None:
         out["first_task_at"] = first
         out["submitted_at"] = submitted
-    return out, results
+    return out, results, ts.data, submitted
 
 
 def _gpu_peak(client):

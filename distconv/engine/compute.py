@@ -16,6 +16,7 @@ import dataclasses
 
 from . import ownership, storage
 from .chain import Plan
+from .job import block_bytes
 from .job import graph as job_graph
 from .location import Location
 from .placement import workers
@@ -29,9 +30,10 @@ def write(plan: Plan, dst: str, claim: ownership.Claim, client, attrs=None, dims
           storage_chunks=None, progress=None):
     """Write ``plan`` into the array at ``dst`` (inside the output ``claim`` made ours; a
     resumed claim keeps what is there and writes only the missing blocks): the engine's job as
-    one task per block (its results: (each block's, the merged (histogram counts, stage
-    seconds))), or dask's writes of the plan's data, chunk-aligned (``codec``,
-    ``storage_chunks``; results: write flags). ``attrs``/``dims``: the array's attributes and
+    one task per block (its results: (each block's (histogram counts, stage seconds, when it
+    ran: job.timeline reads them), the merged (histogram counts, stage seconds))), or dask's
+    writes of the plan's data, chunk-aligned (``codec``, ``storage_chunks``; results: write
+    flags). ``attrs``/``dims``: the array's attributes and
     dimension names; ``progress``: an engine.Progress shown while the blocks run. Returns the
     computed results."""
     if plan.job is None:
@@ -45,23 +47,47 @@ def write(plan: Plan, dst: str, claim: ownership.Claim, client, attrs=None, dims
         # the block marks' folder, also for a run resumed after the last one dropped it (it was
         # interrupted between finishing the blocks and marking the output complete)
         Location(dst).child(ownership.BLOCKS).make_dir()
-        writes = list(job_graph(job, job.name, workers(client)))
-        sizes = _block_sizes(job, writes[0])
+        placed = workers(client)
+        if job.gpu and placed:
+            rehearse_on_hosts(client, job)
+        blocks, merged = job_graph(job, job.name, placed)
+        # the blocks flat, one future each (a nested list is one future of dask's list on a
+        # cluster, and progress saw no block finish)
+        writes = [*blocks, merged]
+        sizes = _block_sizes(job, blocks)
     if progress is not None:
         progress.expect(sizes)
     results = compute(writes, client, claim, progress)
     storage.finish(dst)
-    return results
+    return results if plan.job is None else (results[:-1], results[-1])
+
+
+def rehearse_on_hosts(client, job) -> list:
+    """The job's kernels built by one worker of each host before its blocks run (rehearsal.py:
+    left to the blocks, every worker of a fresh node compiled them at once); a host that built
+    them for `distconv run` beside its cluster's start, or for an earlier job, only looks them
+    up. Returns each host's {"built", "seconds", "skipped"} (None where it failed: its blocks
+    build what they need)."""
+    hosts: dict = {}
+    for address, info in client.scheduler_info()["workers"].items():
+        hosts.setdefault(info.get("host", address), address)
+    futures = [client.submit(_rehearsed, job, key=f"distconv-kernels-{job.run}-{k}", workers=[address],
+                             allow_other_workers=False, pure=False) for k, address in enumerate(hosts.values())]
+    return client.gather(futures)
+
+
+def _rehearsed(job):
+    from .rehearsal import rehearse_once
+
+    try:
+        return rehearse_once(job)
+    except Exception:  # noqa: BLE001 - a head start only
+        return None
 
 
 def _block_sizes(job, blocks) -> dict:
     """Each block task's key -> the bytes of input its rows are."""
-    import math
-
-    import numpy as np
-
-    row = math.prod((job.in_shape or job.layout.shape)[1:]) * np.dtype(job.in_dtype or job.layout.dtype).itemsize
-    return {t.key: (r1 - r0) * row for t, (r0, r1) in zip(blocks, job.row_blocks)}
+    return {t.key: nbytes for t, nbytes in zip(blocks, block_bytes(job))}
 
 
 def _general_sizes(data, stored, storage_chunks) -> dict:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import time
 
 import numpy as np
 
@@ -37,13 +38,16 @@ from .slots import slots as process_slots
 def run_block(job: Job, i: int, carry=None, local=None):
     """One block end to end, in one of the process's I/O slots. Returns (histogram counts or an
     empty array, seconds per stage: waiting for a slot, reading, waiting for the device,
-    decode or upload, kernels, histogram, encode, file writes), the stages timed with the GPU
-    synced. A carried scan runs a block in two parts: ``local`` (its own scan held here; returns
-    (its total, seconds)), then ``write`` (``carry``: the blocks' before it; ``local``: what the
-    first part returned)."""
+    decode or upload, kernels, histogram, encode, file writes, its spans), the stages timed
+    with the GPU synced; its spans: [(worker, start, end, part)], when it ran (epoch seconds,
+    from its slot to its end; the run's timeline, ``timeline``). A carried scan runs a block in
+    two parts: ``local`` (its own scan held here; returns (its total, seconds, spans)), then
+    ``write`` (``carry``: the blocks' before it; ``local``: what the first part returned, whose
+    spans it returns with its own)."""
+    spans = list(local[2]) if local is not None else []
     if not runs(job, i):
         carries.held().pop((job.run, i))
-        return np.zeros(0, dtype=np.int64), {}
+        return np.zeros(0, dtype=np.int64), {}, spans
     clock = Clock(job.gpu)
     if local is not None:
         for stage, t in local[1].items():
@@ -51,17 +55,71 @@ def run_block(job: Job, i: int, carry=None, local=None):
     slots = process_slots(job.gpu)
     slot = slots.get(i)
     clock.lap("slot wait")
+    start = time.time()
     try:
-        return _run_block(job, i, slot, clock, carry)
+        result, laps = _run_block(job, i, slot, clock, carry)
     finally:
         slots.put(slot)
+    return result, laps, spans + [(_worker(), start, time.time(), job.part)]
+
+
+def _worker() -> str:
+    """The name of the dask worker running this block ("local": dask's threads here)."""
+    try:
+        from distributed import get_worker
+
+        return str(get_worker().name)
+    except (ImportError, ValueError):
+        return "local"
+
+
+def block_bytes(job: Job) -> list:
+    """The bytes of input each block's rows are (whole input rows are read).
+
+    Parameters
+    ----------
+    job : Job
+        The engine's job.
+
+    Returns
+    -------
+    list of int
+        One number per block, in block order.
+    """
+    row = math.prod((job.in_shape or job.layout.shape)[1:]) * np.dtype(job.in_dtype or job.layout.dtype).itemsize
+    return [int((r1 - r0) * row) for r0, r1 in job.row_blocks]
+
+
+def timeline(job: Job, blocks: list, start: float) -> list:
+    """When the job's blocks ran, from what their tasks returned (run_block's spans).
+
+    Parameters
+    ----------
+    job : Job
+        The engine's job.
+    blocks : list
+        The block tasks' results, in block order (engine.write's first result).
+    start : float
+        When the job was submitted (epoch seconds).
+
+    Returns
+    -------
+    list of list
+        ``[worker, start, end, bytes]`` per task that ran a block, by start: the worker's name
+        ("local" for dask's threads in this process), seconds since ``start``, the bytes of
+        input it read (a carried scan's write part reads none; a block this run skipped has
+        no entry).
+    """
+    out = []
+    for nbytes, result in zip(block_bytes(job), blocks):
+        for worker, t0, t1, part in result[2]:
+            out.append([worker, round(t0 - start, 6), round(t1 - start, 6), 0 if part == "write" else nbytes])
+    return sorted(out, key=lambda e: e[1])
 
 
 def _run_block(job: Job, i: int, slot: int, clock, carry=None):
-    r0, r1 = job.row_blocks[i]
+    lo, r0, r1, hi = block_rows(job, i)
     write = job.part != "local" and not written(job, i)
-    (first, n0), (lo_h, hi_h) = job.row_limits(), job.stencil.depth[0]
-    lo, hi = max(first, r0 - lo_h), min(n0, r1 + hi_h)
     out = carries.held().pop((job.run, i)) if job.part == "write" else None
     if out is None:
         # a write part whose held scan was dropped reads through zarr, not its batch again
@@ -95,12 +153,23 @@ def _run_block(job: Job, i: int, slot: int, clock, carry=None):
     return counts, clock.laps
 
 
+def block_rows(job: Job, i: int) -> tuple:
+    """(lo, r0, r1, hi): block ``i``'s rows r0..r1 and, around them, the rows its halo reads."""
+    r0, r1 = job.row_blocks[i]
+    (first, n0), (lo_h, hi_h) = job.row_limits(), job.stencil.depth[0]
+    return max(first, r0 - lo_h), r0, r1, min(n0, r1 + hi_h)
+
+
 def _result(job: Job, fetched, rows: tuple, clock):
     """A block's result on its device from its ``fetched`` rows (``rows`` = (lo, r0, r1, hi)):
     the chain, then the scan without the carry of the blocks before it: (result, its scan
     total along axis 0 for a local part, else None)."""
-    lo, r0, r1, hi = rows
-    ext = to_device(job, fetched, lo, hi, clock)
+    ext = to_device(job, fetched, rows[0], rows[3], clock)
+    return device_stage(job, ext, rows, clock)
+
+
+def device_stage(job: Job, ext, rows: tuple, clock):
+    """_result's work once the rows lo..hi are on the device as ``ext`` (what rehearse runs)."""
     ext, halo, trim = _around(job, ext, rows)
     out = job.stencil.func(Tile.extended(ext, halo))
     del ext
@@ -192,10 +261,10 @@ def graph(job: Job, name: str, workers: list | None = None):
 
 
 def _add(*parts):
-    """(counts, stage seconds) of several blocks added up."""
+    """(counts, stage seconds) of several blocks (or merges) added up."""
     counts = functools.reduce(np.add, [p[0] for p in parts])
     stages: dict = {}
-    for _, laps in parts:
-        for k, v in laps.items():
+    for p in parts:
+        for k, v in p[1].items():
             stages[k] = stages.get(k, 0.0) + v
     return counts, stages

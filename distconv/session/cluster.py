@@ -75,9 +75,10 @@ START_METHOD_KEY = "distributed.worker.multiprocessing-method"
 
 def warm_workers(config=None) -> bool:
     """Start the process that this process's local cluster workers will fork from (see
-    WORKER_IMPORTS; cluster() has dask use it); False, doing nothing, for a running scheduler,
-    in-process workers, a platform without fork, or a config that does not load (the cluster
-    reports that itself when it starts)."""
+    WORKER_IMPORTS; cluster() has dask use it); False for a running scheduler (whose workers'
+    warm-up it asks for, in a thread), and, doing nothing, for in-process workers, a platform
+    without fork, or a config that does not load (the cluster reports that itself when it
+    starts)."""
     import multiprocessing
 
     try:
@@ -85,7 +86,12 @@ def warm_workers(config=None) -> bool:
         kind = resolve_type(cfg)
     except (ClusterConfigError, OSError, ValueError):
         return False
-    if kind == "address" or (kind == "cpu" and not cfg["processes"]):
+    if kind == "address":
+        # its workers were started by someone else: their warm-up is asked for now, beside the
+        # check, so it runs before the first job instead of inside its blocks (prewarm.Warmup)
+        threading.Thread(target=_register_warmup, args=(cfg,), name="distconv-warmup", daemon=True).start()
+        return False
+    if kind == "cpu" and not cfg["processes"]:
         return False
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return False
@@ -93,6 +99,23 @@ def warm_workers(config=None) -> bool:
         return False
     _start_server(kind)
     return True
+
+
+def _register_warmup(cfg: dict, client=None):
+    """Register the workers' warm-up on the scheduler at ``cfg``'s address (through ``client``,
+    else a client of its own for the moment it takes); a scheduler that cannot be reached or
+    refuses it is reported by the run itself, or the blocks pay the warm-up as before."""
+    try:
+        from distributed import Client
+
+        from ..engine import prewarm
+
+        if client is not None:
+            return prewarm.register(client)
+        with Client(cfg["address"], timeout=cfg["timeout"], security=_security(cfg)) as own:
+            prewarm.register(own)
+    except Exception:  # noqa: BLE001 - a head start only
+        pass
 
 
 @functools.cache
@@ -234,6 +257,7 @@ def cluster(config=None, *, quiet: bool = False):
         except (OSError, TimeoutError) as e:
             raise ClusterConfigError(f"cannot reach the scheduler at {cfg['address']!r}: {e}") from None
         owned = None
+        _register_warmup(cfg, client)  # idempotent: done already if `distconv run` asked beside its check
     elif running:
         client = Client(running, timeout=cfg["timeout"])
         owned = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 from . import handoff
+from .builds import KernelBuilds, message
 from .cluster import cluster, warm_workers
 from .config import ClusterConfigError, load_config
 
@@ -18,8 +19,8 @@ INPUT, INTERNAL, INTERRUPTED = 2, 1, 130  # exit codes
 
 def run(params: dict, handed_start: float | None = None) -> int:
     """`distconv run` with ``params`` (its arguments: workflow_paths, cluster_path, overwrite,
-    resume, no_progress, json_path): in the kept cluster's warm process when there is one for
-    this cluster config, else here; returns its exit code. ``handed_start``: in the warm
+    resume, no_progress, json_path, report_dir): in the kept cluster's warm process when there
+    is one for this cluster config, else here; returns its exit code. ``handed_start``: in the warm
     process's child, when the `distconv run` that handed the run over started (the run is then
     this process's own: it is not handed on)."""
     current = [params["workflow_paths"][0]]
@@ -40,12 +41,25 @@ def problem(msg: str) -> int:
     return INPUT
 
 
-def _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, current, handed_start) -> int:
+def _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, current, handed_start,
+         report_dir=None) -> int:
+    started = handed_start or process_start()
+    warmed = warm_workers(cluster_path)  # the workers' imports run beside this process's and the check
+    # a fresh node's kernels built beside the check and the cluster's start, not in the blocks
+    builds = KernelBuilds.start(workflow_paths, cluster_path) if warmed else None
+    try:
+        return _checked_run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, current, started,
+                            handed_start, builds, report_dir)
+    finally:
+        if builds is not None:
+            builds.stop()
+
+
+def _checked_run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, current, started,
+                 handed_start, builds, report_dir) -> int:
     import json
     import time
 
-    started = handed_start or process_start()
-    warm_workers(cluster_path)  # the workers' imports run beside this process's and the check
     from .. import batch as workflow
 
     # every workflow file's problems and the cluster file's, reported together before any work
@@ -66,6 +80,8 @@ def _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path
         problems.append(str(e))
     if json_path:
         problems += _json_problems(json_path)
+    if report_dir:
+        problems += _report_problems(report_dir, loaded)
     outputs = [str(wf.outputs["path"]) for wf in loaded]
     twice = sorted({o for o in outputs if outputs.count(o) > 1})
     if twice:
@@ -83,14 +99,23 @@ def _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path
     try:
         with cluster(cluster_path) as client:
             cluster_up = time.time()
+            built = builds.wait() if builds is not None else None
+            if message(built):
+                print(message(built), flush=True)
             for path, wf, _, job in todo:
                 current[0] = path
                 summary = workflow.run(wf, client, overwrite=overwrite or None, progress=not no_progress,
                                        resume=resume, job=job)
                 _timings(summary, started, checked, cluster_up, handed=handed_start is not None)
+                if built is not None:
+                    summary["kernel_builds"], built = built, None  # the first run's
                 started = checked = cluster_up = time.time()  # the next one's start-up is its own
                 print(workflow.format_summary(summary), flush=True)
                 summaries.append(summary)
+            if report_dir:
+                from ..batch.report import write_run_report
+
+                print(f"distconv: report: {write_run_report(report_dir, summaries)}", flush=True)
     except (workflow.WorkflowError, ClusterConfigError) as e:
         return problem(str(e))  # found only once the cluster is up (device: gpu on workers without one)
     except Exception:  # noqa: BLE001 - not the user's input: say so, keep the traceback
@@ -103,6 +128,19 @@ def _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path
         with open(json_path, "w") as f:
             json.dump(summaries[0] if len(workflow_paths) == 1 else summaries, f, indent=1, default=str)
     return 0
+
+
+def _report_problems(report_dir: str, workflows: list) -> list[str]:
+    """Why ``--report`` cannot write its report into ``report_dir`` (batch.report says where it
+    may), or that matplotlib, which draws its plots, is missing: before any work."""
+    import importlib.util
+
+    from ..batch.report import report_dir_problems
+
+    if importlib.util.find_spec("matplotlib") is None:
+        return [f"--report {report_dir!r} draws its plots with matplotlib, which is not installed "
+                f"(pip install matplotlib)"]
+    return report_dir_problems(report_dir, workflows)
 
 
 def _json_problems(json_path: str) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+import os
 import re
 import threading
 from pathlib import Path
@@ -113,3 +114,29 @@ def template(name: str, *args) -> str:
         else:
             raise ValueError(f"bad template argument {a!r}")
     return f"{name}<{', '.join(parts)}>"
+
+
+def cache_dir() -> str:
+    """CuPy's kernel cache folder (CUPY_CACHE_DIR, default ~/.cupy/kernel_cache): compiled
+    modules on disk, shared by every process of the node, so a kernel is built once a node."""
+    return os.environ.get("CUPY_CACHE_DIR") or os.path.expanduser("~/.cupy/kernel_cache")
+
+
+def cached_kernels() -> int:
+    """How many compiled modules the kernel cache holds (not the sources CuPy may save beside
+    them: CUPY_CACHE_SAVE_CUDA_SOURCE)."""
+    try:
+        return sum(1 for e in os.scandir(cache_dir()) if e.is_file() and not e.name.endswith(".cu"))
+    except OSError:
+        return 0
+
+
+def build_id() -> str:
+    """What a compiled kernel depends on besides its name expression: the kernel sources, the
+    compile options, CuPy's version and this GPU's architecture (a digest)."""
+    import hashlib
+
+    import cupy
+
+    what = repr(([source(p) for p in PATTERNS], _OPTIONS, cupy.__version__, cupy.cuda.Device().compute_capability))
+    return hashlib.sha256(what.encode()).hexdigest()[:16]
