@@ -55,13 +55,25 @@ def _dataset_method(func):
     return method
 
 
-def _to_zarr(self, path, *, overwrite=False, client=None, progress=False):
+def _to_zarr(self, path, *, overwrite=False, client=None, progress=False, chunks=None):
     """Write the DataArray or Dataset to a new Zarr store, through distconv's engine.
 
     ``da.distconv.to_zarr(path)`` is ``dc.to_zarr(da, path)``: a lazy result of distconv
     stencils (and a final scan) over data read whole from Zarr (``xr.open_zarr``) runs on the
     engine, one task per block from read to write; anything else is written by dask. The
-    store is a Zarr v3 dataset with the coordinates and attrs, which ``xr.open_zarr`` reads.
+    store is a Zarr v3 dataset with the coordinates and attrs, which ``xr.open_zarr`` reads;
+    float variables fill with NaN and carry xarray's ``_FillValue``, as xarray writes them.
+
+    The layout: variables with the same dims (and shape) are stored alike. Their chunks are
+    the first such variable's dask chunks, as ``Dataset.to_zarr`` would store them (a numpy
+    variable: one chunk), or ``chunks[dim]`` where given. Where none of them runs on the
+    engine, that is all: unsharded chunks, as xarray writes. Where one does, every one of
+    them is sharded as the engine writes: one shard per such chunk, and inner chunks (the
+    chunks a reader decodes, ``encoding["chunks"]``) halved along the dims a distconv filter
+    of theirs reads a halo along, longest first, until an inner chunk is about 1 MiB; along
+    the other dims the chunks are kept (halved only beyond 16 MiB, and never along a dim
+    ``chunks`` names). Dims not filtered so keep the input's chunking in the shards and in
+    the inner chunks alike.
 
     Parameters
     ----------
@@ -74,6 +86,9 @@ def _to_zarr(self, path, *, overwrite=False, client=None, progress=False):
     progress : bool, optional
         Show the blocks finishing while it runs (a bar on a terminal, else a line every few
         seconds). Default False.
+    chunks : dict, optional
+        ``{dim: size}``: the stored chunks (and shards) along those dims, in place of the
+        input's; the other dims follow the rule above.
 
     Returns
     -------
@@ -86,10 +101,13 @@ def _to_zarr(self, path, *, overwrite=False, client=None, progress=False):
     OutputError
         (a ValueError) ``path`` holds something distconv did not write, or a finished
         output without ``overwrite=True``; nothing is touched then.
+    ValueError
+        ``chunks`` not ``{dim: positive size}`` for dims of the data.
 
     See Also
     --------
     distconv.to_zarr : The same for any array.
+    xarray.Dataset.to_zarr : xarray's writer, whose chunks these are.
 
     Examples
     --------
@@ -98,10 +116,15 @@ def _to_zarr(self, path, *, overwrite=False, client=None, progress=False):
     'general'
     >>> xr.open_zarr("t.zarr")["t"].values.tolist()
     [[0, 1, 2], [3, 4, 5]]
+    >>> ds = xr.Dataset({"t": (("y", "x"), np.zeros((4, 6)))}).chunk({"y": 2})
+    >>> ds.distconv.to_zarr("c.zarr", chunks={"x": 3})["t"]["path"]
+    'general'
+    >>> xr.open_zarr("c.zarr")["t"].encoding["chunks"]
+    (2, 3)
     """
     from .ops import stores
 
-    return stores.to_zarr(self._obj, path, overwrite=overwrite, client=client, progress=progress)
+    return stores.to_zarr(self._obj, path, overwrite=overwrite, client=client, progress=progress, chunks=chunks)
 
 
 @functools.cache

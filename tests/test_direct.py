@@ -368,3 +368,19 @@ def test_an_empty_input_writes_the_empty_output(tmp_path, monkeypatch, shape):
     assert out.shape == shape and out.dtype == np.float32 and min(out.chunks) >= 1
     assert out[...].shape == shape
     assert json.loads((tmp_path / "h.json").read_text())["counts"] == [0, 0, 0, 0]
+
+
+def test_cpu_blocks_give_each_worker_eight_where_the_data_allow():
+    """Blocks small enough for progress to move and for --resume to keep work: on a cluster of
+    4 workers a 1 GiB CPU job is cut into 32 blocks, not 16 of 64 MiB; a tiny one is not cut
+    below 4 MiB blocks; without a cluster the most stays 64 MiB."""
+    from distributed import Client, LocalCluster
+
+    from distconv.engine.plan import MIN_CPU_BLOCK_BYTES, cpu_block_bytes
+
+    most = 64 * 2**20
+    assert cpu_block_bytes(2**30, most) == most
+    with LocalCluster(n_workers=4, threads_per_worker=1, processes=False, dashboard_address=None) as c, Client(c):
+        assert cpu_block_bytes(2**30, most) == 2**30 // 32
+        assert cpu_block_bytes(2**20, most) == MIN_CPU_BLOCK_BYTES
+        assert cpu_block_bytes(2**20, 6000) == 6000  # never above the most asked for

@@ -27,17 +27,17 @@ STOP_WAIT_S = 30.0  # longest a stopped run waits for its blocks' writes under w
 
 
 def write(plan: Plan, dst: str, claim: ownership.Claim, client, attrs=None, dims=None, codec: str = "zstd",
-          storage_chunks=None, progress=None):
+          storage_chunks=None, progress=None, inner_chunks=None):
     """Write ``plan`` into the array at ``dst`` (inside the output ``claim`` made ours; a
     resumed claim keeps what is there and writes only the missing blocks): the engine's job as
     one task per block (its results: (each block's (histogram counts, stage seconds, when it
     ran: job.timeline reads them), the merged (histogram counts, stage seconds))), or dask's
-    writes of the plan's data, chunk-aligned (``codec``, ``storage_chunks``; results: write
-    flags). ``attrs``/``dims``: the array's attributes and
+    writes of the plan's data, chunk-aligned (``codec``, ``storage_chunks``, which are shards of
+    ``inner_chunks`` when given; results: write flags). ``attrs``/``dims``: the array's attributes and
     dimension names; ``progress``: an engine.Progress shown while the blocks run. Returns the
     computed results."""
     if plan.job is None:
-        stored = storage.store_into(plan.data, dst, claim, storage_chunks, codec, attrs, dims)
+        stored = storage.store_into(plan.data, dst, claim, storage_chunks, codec, attrs, dims, inner_chunks)
         writes = list(stored.to_delayed().ravel())  # one future a block: progress sees each finish
         sizes = _general_sizes(plan.data, stored, storage_chunks)
     else:

@@ -82,12 +82,31 @@ def plan(src: str, dst: str, st: Stencil, shape, dtype, storage_chunks, gpu: boo
     shard = tuple(out_chunks or shard_shape(storage_chunks, out_shape, itemsize))
     layout = shards.Layout(out_shape, shard, shards.inner_shape(shard, itemsize), out_dtype.str)
     row_bytes = max(itemsize, np.dtype(dtype).itemsize) * math.prod(shape[1:])  # whole input rows are read
-    rows = plan_rows(out_shape[0], shard[0], row_bytes, GPU_CHUNK_BYTES if gpu else CPU_CHUNK_BYTES, st.depth[0])
+    target = GPU_CHUNK_BYTES if gpu else cpu_block_bytes(out_shape[0] * row_bytes, CPU_CHUNK_BYTES)
+    rows = plan_rows(out_shape[0], shard[0], row_bytes, target, st.depth[0])
     rows = tuple((a + box[0][0], b + box[0][0]) for a, b in rows)
     src_layout = shards.layout_of(src_meta, shape, dtype) if src_meta else None
     return Job(str(src), str(dst), st, layout, rows, bins[0], bins[1], gpu, src_layout,
                in_dtype=np.dtype(dtype).str, in_shape=tuple(shape), window=tuple(map(tuple, window)),
                edges_data=bool(window) and edges_data, scan=scan)
+
+
+BLOCKS_PER_WORKER = 8  # on CPUs, where the data allow: progress moves and --resume keeps work
+MIN_CPU_BLOCK_BYTES = 4 * 2**20
+
+
+def cpu_block_bytes(nbytes: int, most: int) -> int:
+    """Bytes of a CPU block of a job reading ``nbytes``: ``most``, or less where that leaves a
+    worker of the current cluster (dask's default client; one worker without) fewer than
+    BLOCKS_PER_WORKER blocks, down to MIN_CPU_BLOCK_BYTES. Before, a small job gave each worker
+    one block: its progress jumped from 0 to done, and Ctrl-C kept nothing for --resume."""
+    try:
+        from distributed import default_client
+
+        workers = len(default_client().scheduler_info()["workers"]) or 1
+    except (ImportError, ValueError):  # no client: dask's threads in this process
+        workers = 1
+    return min(most, max(MIN_CPU_BLOCK_BYTES, nbytes // (BLOCKS_PER_WORKER * workers)))
 
 
 def plan_rows(n0: int, shard_rows: int, row_bytes: int, target_bytes: int, depth: tuple) -> tuple:

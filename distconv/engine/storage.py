@@ -118,18 +118,19 @@ def _compressors(codec: str):
     raise ValueError(f"codec must be one of {CODECS}, got {codec!r}")
 
 
-def create(path: str, shape, chunks, dtype, codec: str = "zstd", attrs=None, dims=None):
-    """A new Zarr v3 array (with Zarr's dimension names when ``dims``); never replaces one
-    (zarr's overwrite deletes the whole folder)."""
+def create(path: str, shape, chunks, dtype, codec: str = "zstd", attrs=None, dims=None, inner=None):
+    """A new Zarr v3 array (with Zarr's dimension names when ``dims``; ``inner``: its chunks
+    are shards of chunks this shape); never replaces one (zarr's overwrite deletes the whole
+    folder)."""
     import zarr
 
     from .output import fill_of
 
     chunks = tuple(max(1, int(c)) for c in chunks)  # Zarr's chunk sides are positive, an empty axis's too
     fill, attrs = fill_of(dtype, attrs, dims)
-    return zarr.create_array(str(path), shape=tuple(shape), chunks=chunks, dtype=dtype,
-                             compressors=_compressors(codec), overwrite=False, fill_value=fill,
-                             attributes=attrs, dimension_names=dims)
+    layout = {"chunks": chunks} if inner is None else {"shards": chunks, "chunks": tuple(max(1, int(c)) for c in inner)}
+    return zarr.create_array(str(path), shape=tuple(shape), dtype=dtype, compressors=_compressors(codec),
+                             overwrite=False, fill_value=fill, attributes=attrs, dimension_names=dims, **layout)
 
 
 def to_device_blocks(arr: da.Array) -> da.Array:
@@ -139,12 +140,12 @@ def to_device_blocks(arr: da.Array) -> da.Array:
 
 
 def store_into(arr: da.Array, path: str, claim: ownership.Claim, storage_chunks=None, codec: str = "zstd",
-               attrs=None, dims=None) -> da.Array:
+               attrs=None, dims=None, inner=None) -> da.Array:
     """Lazily write ``arr`` into a Zarr array at ``path`` (inside the output ``claim`` made
-    ours): blocks aligned to storage chunks (no chunk has two writers), each block's write
-    idempotent, made only while the claim owns the output and recorded by a mark of its job,
-    so a resumed run writes only the blocks that are missing. Returns the dask array of write
-    flags."""
+    ours): blocks aligned to storage chunks (no chunk has two writers; ``inner``: those are
+    shards of chunks this shape), each block's write idempotent, made only while the claim owns
+    the output and recorded by a mark of its job, so a resumed run writes only the blocks that
+    are missing. Returns the dask array of write flags."""
     import zarr
 
     storage = tuple(storage_chunks or (c[0] for c in arr.chunks))
@@ -158,7 +159,7 @@ def store_into(arr: da.Array, path: str, claim: ownership.Claim, storage_chunks=
             raise ValueError(f"cannot resume {path!r}: it holds {target.shape} {target.dtype}, "
                              f"the workflow makes {arr.shape} {arr.dtype}")
     else:
-        target = create(p, arr.shape, storage, arr.dtype, codec, attrs=attrs, dims=dims)
+        target = create(p, arr.shape, storage, arr.dtype, codec, attrs=attrs, dims=dims, inner=inner)
     Location(p).child(ownership.BLOCKS).make_dir()
 
     def write(block, block_info=None):

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import backends
 from ..core import checks
-from ..core.arrays import array_module, to_host
+from ..core.arrays import to_host
 from ..graph.merge import FAN_IN
 from . import docs
 from .reductions import max as _max
@@ -265,14 +265,8 @@ def _squeezed(xb, wb=None, *, fn, nkeep):
 def _slices_block(xb, wb=None, *, nkeep, edges, uniform):
     """Counts of each slice of a block along its last axes: (kept shape, 1 per counted axis, bins)."""
     kshape = xb.shape[:nkeep]
-    rows = xb.reshape((math.prod(kshape), -1))
-    wrows = None if wb is None else wb.reshape(rows.shape)
-    xp = array_module(xb)
-    nbins = len(edges) - 1
-    counts = [backends.counts(rows[k], edges, uniform, None if wrows is None else wrows[k])
-              for k in builtins.range(rows.shape[0])]
-    out = xp.stack(counts) if counts else xp.zeros((0, nbins), np.float64 if wb is not None else np.int64)
-    return out.reshape(kshape + (1,) * (xb.ndim - nkeep) + (nbins,))
+    out = backends.counts(xb, edges, uniform, wb, rows=math.prod(kshape))
+    return out.reshape(kshape + (1,) * (xb.ndim - nkeep) + (len(edges) - 1,))
 
 
 @docs.fill

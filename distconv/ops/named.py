@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from ..core import checks
 from . import docs, histograms, scans, stencils
 from .named_filters import (  # noqa: F401 - the filters by dim names, listed with the other ops
     correlate, convolve, correlate1d, convolve1d, gaussian_filter, gaussian_filter1d,
@@ -470,9 +471,7 @@ def histogram(obj, bins=10, range=None, weights=None, density=False, dims=None):
     ([[4, 0], [2, 2], [0, 4]], ('y', 'bin'), [3.0, 9.0])
     """
     along = Dims.every_dim(obj) if dims is None else Dims.given(obj, dims)
-    w = weights
-    if isinstance(weights, xr.DataArray):
-        w = weights.broadcast_like(obj).transpose(*obj.dims).data
+    w = _weights_like(weights, obj) if isinstance(weights, xr.DataArray) else weights
     if along.dims == along.every:
         counts, edges = histograms.histogram(obj.data, bins, range, w, density)
         return _hist_array(counts, edges, obj)
@@ -481,6 +480,19 @@ def histogram(obj, bins=10, range=None, weights=None, density=False, dims=None):
     out = xr.DataArray(counts, dims=(*keep, "bin"), coords={d: obj[d] for d in keep if d in obj.coords},
                        name=f"{obj.name}_histogram" if obj.name else "histogram", attrs=_count_attrs(obj))
     return _with_bin_coords(out, edges)
+
+
+def _weights_like(weights: xr.DataArray, obj):
+    """``weights`` broadcast against ``obj`` (broadcast_like), its data in ``obj``'s dim order;
+    for dask-backed ``obj``, lazily in its chunks: no full-size copy is made, hashed and cut."""
+    if checks.array_kind(obj.data) != "dask" or checks.array_kind(weights.data) == "dask":
+        return weights.broadcast_like(obj).transpose(*obj.dims).data
+    import dask.array as da
+
+    new = [d for d in obj.dims if d not in weights.dims]
+    small = weights.broadcast_like(obj, exclude=new).expand_dims(new).transpose(*obj.dims)
+    chunks = tuple(c if n > 1 else (1,) for c, n in zip(obj.data.chunks, small.shape))
+    return da.broadcast_to(da.from_array(small.data, chunks=chunks), obj.shape, chunks=obj.data.chunks)
 
 
 def _count_attrs(obj) -> dict:

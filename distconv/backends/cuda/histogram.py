@@ -129,12 +129,21 @@ class Binning:
 
 
 @guard_memory
-def counts(block, edges: np.ndarray, uniform: bool, weights=None):
+def counts(block, edges: np.ndarray, uniform: bool, weights=None, rows=None):
+    """Counts of the block (``rows``: of each of its equal rows alone, shaped (rows, bins): one
+    launch per row)."""
     import cupy
 
     x = cupy.ascontiguousarray(block).ravel()
     b = Binning.of(edges, uniform)
-    return _launch(x, b.edges, b.E, b.nbins, b.kind, b.lo, b.scale, b.slack, weights)
+    if rows is None:
+        return _launch(x, b.edges, b.E, b.nbins, b.kind, b.lo, b.scale, b.slack, weights)
+    x = x.reshape(rows, x.size // rows if rows else 0)
+    w = None if weights is None else cupy.ascontiguousarray(cupy.asarray(weights)).reshape(x.shape)
+    out = cupy.zeros((rows, b.nbins), np.float64 if w is not None else np.int64)
+    for k in range(rows):
+        out[k] = _launch(x[k], b.edges, b.E, b.nbins, b.kind, b.lo, b.scale, b.slack, None if w is None else w[k])
+    return out
 
 
 @guard_memory
