@@ -6,6 +6,9 @@ backends/cuda/convolve.py).
 ``correlate_pair`` runs passes, then a mask over their result (fused chains, e.g. gaussian ->
 laplace), and may count that result. They return only the tile's centre: the halos are read,
 never written, and never padded.
+
+Each runs the compiled kernel (compiled.py: scipy's numbers, one GIL release per block) where
+``compiled.reason`` allows, else scipy.ndimage itself.
 """
 
 from __future__ import annotations
@@ -17,7 +20,12 @@ from ...core.arrays import into
 from ...core.modes import mode_of
 from ...core.stencil import run_pair
 from ...core.tile import Tile
+from . import compiled
 from .histogram import counts
+
+
+def _result_dtype(ext, dtype) -> np.dtype:
+    return ext.dtype if dtype is None else np.dtype(dtype)
 
 
 def correlate(block, weights: np.ndarray, mode: str, cval: float, origin: tuple, dtype=None, out=None):
@@ -25,6 +33,9 @@ def correlate(block, weights: np.ndarray, mode: str, cval: float, origin: tuple,
     ``dtype``: of the result (default the block's); ``out``: an array to fill and return."""
     tile = Tile.of(block)
     ext = tile.assemble()
+    dt = _result_dtype(ext, dtype)
+    if compiled.reason("linear", ext.dtype, dt, ext.ndim, (mode,), size=ext.size) is None:
+        return into(out, compiled.correlate(ext, weights, mode, cval, origin, tile.halo, tile.centre.shape, dt))
     res = ndi.correlate(ext, weights, output=dtype, mode=mode, cval=cval, origin=list(origin))
     return into(out, res[tile.interior()])
 
@@ -35,6 +46,10 @@ def correlate_passes(block, passes: list, mode, cval: float, dtype=None, out=Non
     ``mode``: one mode, or one per axis."""
     tile = Tile.of(block)
     ext = tile.assemble()
+    dt = _result_dtype(ext, dtype)
+    used = tuple(mode_of(mode, axis % ext.ndim) for axis, _, _ in passes)
+    if passes and compiled.reason("linear", ext.dtype, dt, ext.ndim, used, size=ext.size) is None:
+        return into(out, compiled.correlate_passes(ext, passes, mode, cval, tile.halo, tile.centre.shape, dt))
     for axis, w, origin in passes:
         ext = ndi.correlate1d(ext, w, axis=axis, output=dtype, mode=mode_of(mode, axis), cval=cval,
                               origin=origin)

@@ -1,5 +1,6 @@
-"""Rank filters of one block or halo tile: scipy.ndimage (the oracle for
-backends/cuda/rank.py). Only the tile's centre is returned."""
+"""Rank filters of one block or halo tile: scipy.ndimage's numbers (the oracle for
+backends/cuda/rank.py), from the compiled kernels (compiled.py) where ``compiled.reason``
+allows, else from scipy.ndimage itself. Only the tile's centre is returned."""
 
 from __future__ import annotations
 
@@ -9,13 +10,22 @@ import scipy.ndimage as ndi
 from ...core.modes import mode_of
 from ...core.tile import Tile
 from ..windows import rank_omit  # noqa: F401 - nan_policy='omit', written once for both backends
+from . import compiled
 
 
 def rank(block, footprint: np.ndarray, rank: int, mode: str, cval: float, origin: tuple):
     """scipy.ndimage.rank_filter of the tile's centre (``footprint`` has the block's ndim)."""
     tile = Tile.of(block)
-    out = ndi.rank_filter(tile.assemble(), rank, footprint=footprint, mode=mode, cval=cval,
-                          origin=list(origin))
+    ext = tile.assemble()
+    n = int(np.count_nonzero(footprint))
+    if compiled.reason("pick", ext.dtype, None, ext.ndim, (mode,), cval, taps=n, size=ext.size) is None:
+        r = rank + n if rank < 0 else rank
+        return compiled.rank(ext, footprint, r, mode, cval, origin, tile.halo, tile.centre.shape)
+    if ext.ndim == 1:  # scipy's N-D rule, as the compiled path's (compiled.py: its 1-D fast path differs)
+        out = ndi.rank_filter(ext[None], rank, footprint=footprint[None], mode=mode, cval=cval,
+                              origin=[0, *origin])[0]
+    else:
+        out = ndi.rank_filter(ext, rank, footprint=footprint, mode=mode, cval=cval, origin=list(origin))
     return out[tile.interior()]
 
 
@@ -24,9 +34,15 @@ def extremum_passes(block, passes: list, minimum: bool, mode, cval: float):
     one, or one per axis."""
     tile = Tile.of(block)
     ext = tile.assemble()
+    if not passes:
+        return ext[tile.interior()].copy()
+    used = tuple(mode_of(mode, axis % ext.ndim) for axis, _, _ in passes)
+    size = max(int(k) for _, k, _ in passes)
+    if compiled.reason("pick", ext.dtype, None, ext.ndim, used, cval, taps=size, passes=True,
+                       size=ext.size) is None:
+        return compiled.extremum_passes(ext, passes, minimum, mode, cval, tile.halo, tile.centre.shape)
     f = ndi.minimum_filter1d if minimum else ndi.maximum_filter1d
     for axis, size, origin in passes:
         ext = f(ext, size, axis=axis, mode=mode_of(mode, axis), cval=cval, origin=origin)
-    out = ext[tile.interior()]
-    return out if passes else out.copy()
+    return ext[tile.interior()]
 
