@@ -261,30 +261,15 @@ distconv_extremum2d(const __grid_constant__ DcTile src, T *__restrict__ out, i64
 }
 
 // ---------------------------------------------------------------------------------------------
-// distconv_median3x3: the median of each 3 x 3 window of a plane (the 5th smallest of 9), the
-//   same pick as distconv_rank's (NaN ranked high), by sorted columns shared between
-//   neighbouring outputs: each column of 3 is sorted once for the PX outputs of a thread's row;
-//   an output's median is med3(max of the 3 column minima, med3 of the middles, min of the
-//   maxima), and two neighbouring outputs share two columns' max, min and ordered middles.
-//   ~19 min/max per output against ~40 for forgetful selection (NOTES.md). PROPAGATE (floats):
-//   NaN wherever the window holds one instead (nan_policy propagate without a screen of the
-//   data first: a NaN-propagating max of each column, then of the window's three).
-// Threads -> data: DC_MED3_TX x DC_MED3_TY threads own a TH x TW output tile of one
-//   plane z (blockIdx.x: column tiles, blockIdx.y: row tiles, grid-stride; blockIdx.z: planes);
-//   thread (tx, ty) computes PX consecutive columns x rows ty*PY .. ty*PY+PY-1, sliding down
-//   its 3 input rows in registers (one new row per output row, read as 16-byte vectors).
-// Shared memory (dynamic): the input tile with its halo, SH = TH+2 rows x SW = TW+4 columns (a
-//   thread's 8-value window: whole vectors), T each; rank.py _median3x3_smem is this formula.
-// Limits: a full 3 x 3 box (rank.py decides); sizes 64-bit.
-#define DC_MED3_TX 16
-#define DC_MED3_TY 16
-#define DC_MED3_PX 4   // output columns per thread
-#define DC_MED3_PY 8   // output rows per thread (8-byte types: half)
-template <typename T> struct DcMed3Shape {
-    static constexpr int PX = DC_MED3_PX, PY = sizeof(T) <= 4 ? DC_MED3_PY : DC_MED3_PY / 2;
-    static constexpr int TW = DC_MED3_TX * PX, TH = DC_MED3_TY * PY, SH = TH + 2, SW = TW + 4;
-};
-
+// Medians of full boxes by networks shared between neighbouring outputs (Adams, "Fast median
+// filters using separable sorting networks", 2021): sorted pieces of a window (a column, a pair
+// of columns, the core a tile of outputs has in common) are built once and merged on, each merge
+// computing only the ranks the medians after it can come from: the compiler drops every exchange
+// whose result no median reads (all indices are compile-time), which prunes the networks.
+// tests/gpu/test_median_gpu.py holds a numpy model of them, exchange for exchange.
+// Exchanges are DcOrd's: NANP (floats) with NaN-propagating min/max (one instruction for float
+// on sm_80 on), so a window holding NaN gives NaN (every output reads its whole window and
+// nothing else: its median depends on each value); else plain ones (NaN dropped).
 template <typename T> __device__ __forceinline__ T dc_lo(T a, T b) { return b < a ? b : a; }
 template <typename T> __device__ __forceinline__ T dc_hi(T a, T b) { return b < a ? a : b; }
 template <> __device__ __forceinline__ float dc_lo<float>(float a, float b) { return fminf(a, b); }
@@ -292,87 +277,433 @@ template <> __device__ __forceinline__ float dc_hi<float>(float a, float b) { re
 template <> __device__ __forceinline__ double dc_lo<double>(double a, double b) { return fmin(a, b); }
 template <> __device__ __forceinline__ double dc_hi<double>(double a, double b) { return fmax(a, b); }
 
-// med3 of (a, b, c) where a <= b already: b's place clipped by c
-template <typename T> __device__ __forceinline__ T dc_med_sorted(T a, T b, T c) { return dc_hi(a, dc_lo(b, c)); }
-template <typename T> __device__ __forceinline__ T dc_med3(T a, T b, T c) {
-    return dc_hi(dc_lo(a, b), dc_lo(dc_hi(a, b), c));
+template <typename T, bool NANP> struct DcOrd {
+    static __device__ __forceinline__ T lo(T a, T b) {
+        if constexpr (NANP) return DcMin::apply(a, b);
+        else return dc_lo(a, b);
+    }
+    static __device__ __forceinline__ T hi(T a, T b) {
+        if constexpr (NANP) return DcMax::apply(a, b);
+        else return dc_hi(a, b);
+    }
+    static __device__ __forceinline__ void cx(T &a, T &b) {  // a <- the smaller, b <- the larger
+        const T l = lo(a, b);
+        b = hi(a, b);
+        a = l;
+    }
+};
+
+// Batcher's odd-even merge of sorted wires 0..na-1 and na..na+nb-1 (any lengths), built at
+// compile time: comparator c puts the smaller value on wire lo[c] and the larger on hi[c]; the
+// merged list is wires out[0..na+nb).
+#define DC_NET_WIRES 24
+#define DC_NET_COMPARATORS 64
+struct DcNet {
+    int n = 0;
+    signed char lo[DC_NET_COMPARATORS] = {}, hi[DC_NET_COMPARATORS] = {}, out[DC_NET_WIRES] = {};
+};
+__host__ __device__ constexpr void dc_oem(DcNet &net, const signed char *a, int na, const signed char *b, int nb,
+                                          signed char *out) {
+    if (na == 0 || nb == 0) {
+        for (int i = 0; i < na; ++i) out[i] = a[i];
+        for (int i = 0; i < nb; ++i) out[i] = b[i];
+        return;
+    }
+    if (na == 1 && nb == 1) {
+        net.lo[net.n] = a[0], net.hi[net.n] = b[0], ++net.n;
+        out[0] = a[0], out[1] = b[0];
+        return;
+    }
+    // merge the even-indexed elements of both lists (v) and the odd-indexed ones (w), then
+    // compare w[i] with v[i+1]
+    signed char ae[DC_NET_WIRES] = {}, ao[DC_NET_WIRES] = {}, be[DC_NET_WIRES] = {}, bo[DC_NET_WIRES] = {};
+    signed char v[DC_NET_WIRES] = {}, w[DC_NET_WIRES] = {};
+    for (int i = 0; i < na; ++i) (i % 2 ? ao : ae)[i / 2] = a[i];
+    for (int i = 0; i < nb; ++i) (i % 2 ? bo : be)[i / 2] = b[i];
+    const int nv = (na + 1) / 2 + (nb + 1) / 2, nw = na / 2 + nb / 2;
+    dc_oem(net, ae, (na + 1) / 2, be, (nb + 1) / 2, v);
+    dc_oem(net, ao, na / 2, bo, nb / 2, w);
+    out[0] = v[0];
+    int k = 1, i = 0;
+    for (; i < nw && i + 1 < nv; ++i) {
+        net.lo[net.n] = w[i], net.hi[net.n] = v[i + 1], ++net.n;
+        out[k++] = w[i], out[k++] = v[i + 1];
+    }
+    for (int j = i; j < nw; ++j) out[k++] = w[j];
+    for (int j = i + 1; j < nv; ++j) out[k++] = v[j];
+}
+__host__ __device__ constexpr DcNet dc_merge_net(int na, int nb) {
+    DcNet net;
+    signed char a[DC_NET_WIRES] = {}, b[DC_NET_WIRES] = {};
+    for (int i = 0; i < na; ++i) a[i] = (signed char)i;
+    for (int i = 0; i < nb; ++i) b[i] = (signed char)(na + i);
+    dc_oem(net, a, na, b, nb, net.out);
+    return net;
 }
 
-template <typename T, bool PROPAGATE>
-__global__ void __launch_bounds__(DC_MED3_TX *DC_MED3_TY, 2)
-distconv_median3x3(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW, i64 offD,
-                   i64 offH, i64 offW, int mode, T cval) {
-    using S = DcMed3Shape<T>;
-    constexpr int PX = S::PX, PY = S::PY, TW = S::TW, TH = S::TH, SH = S::SH, SW = S::SW, NT = DC_MED3_TX * DC_MED3_TY;
-    constexpr int WN = 8, C = PX + 2;  // a window of 8 loaded, 6 columns used
-    static_assert(PX == 4 && SW % 4 == 0, "four outputs per thread row, whole 16-byte windows");
+// out = the sorted union of sorted a and sorted b (the ranks nobody reads are dropped).
+template <class O, typename T, int NA, int NB>
+__device__ __forceinline__ void dc_merge(const T (&a)[NA], const T (&b)[NB], T (&out)[NA + NB]) {
+    static_assert(NA + NB <= DC_NET_WIRES, "a merge within DC_NET_WIRES");
+    constexpr DcNet net = dc_merge_net(NA, NB);
+    static_assert(net.n <= DC_NET_COMPARATORS, "a merge within DC_NET_COMPARATORS");
+    T w[NA + NB];
+#pragma unroll
+    for (int i = 0; i < NA; ++i) w[i] = a[i];
+#pragma unroll
+    for (int i = 0; i < NB; ++i) w[NA + i] = b[i];
+#pragma unroll
+    for (int c = 0; c < net.n; ++c) O::cx(w[net.lo[c]], w[net.hi[c]]);
+#pragma unroll
+    for (int i = 0; i < NA + NB; ++i) out[i] = w[net.out[i]];
+}
+
+// dst = src[off .. off + N) (off a constant once the caller's loops are unrolled)
+template <typename T, int N, int M>
+__device__ __forceinline__ void dc_take(T (&dst)[N], const T (&src)[M], int off) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) dst[i] = src[off + i];
+}
+
+// v sorted in place: its halves sorted, then merged (1 exchange for 2 values, 3 for 3, 5 for 4).
+template <class O, typename T, int N>
+__device__ __forceinline__ void dc_sort(T (&v)[N]) {
+    if constexpr (N > 1) {
+        T a[N / 2], b[N - N / 2];
+        dc_take(a, v, 0);
+        dc_take(b, v, N / 2);
+        dc_sort<O>(a);
+        dc_sort<O>(b);
+        dc_merge<O>(a, b, v);
+    }
+}
+
+// The K-th smallest (from 0) of sorted a and sorted b: the smallest over the splits i + j = K + 1
+// of max(a[i-1], b[j-1]) (i values of a and j of b at most that large: K + 1 of them).
+template <int K, class O, typename T, int NA, int NB>
+__device__ __forceinline__ T dc_kth2(const T (&a)[NA], const T (&b)[NB]) {
+    static_assert(K >= 0 && K < NA + NB, "a rank of the union");
+    T r{};
+    bool first = true;
+#pragma unroll
+    for (int i = 0; i <= NA; ++i) {
+        const int j = K + 1 - i;
+        if (j < 0 || j > NB) continue;
+        const T t = i == 0 ? b[j - 1] : j == 0 ? a[i - 1] : O::hi(a[i - 1], b[j - 1]);
+        r = first ? t : O::lo(r, t);
+        first = false;
+    }
+    return r;
+}
+
+// The median kernels' shared-memory rows: staged from the 16-byte aligned column at or before the
+// windows' start (16-byte asynchronous copies), LEAD columns before it: a thread's window of C
+// values starts LEAD into the three vectors at its column 4 tx. LEAD = (offW - the low halo along
+// x) mod 4, from the launcher (rank.py _median_lead): C + LEAD <= 12.
+template <int LEAD, int C, typename T>
+__device__ __forceinline__ void dc_median_row(T (&r)[C], const T *p) {
+    static_assert(LEAD >= 0 && LEAD < 4 && C + LEAD <= 12, "a window inside three vectors");
+    T w[12];
+    dc_load_window<12>(w, p);
+#pragma unroll
+    for (int c = 0; c < C; ++c) r[c] = w[LEAD + c];
+}
+
+// Four outputs of a row at column x (the row pointer o already at x): one 16-byte store where it
+// lies inside the row and is aligned, else element by element.
+template <typename T>
+__device__ __forceinline__ void dc_median_store4(T *o, const T (&m)[4], i64 x, i64 oW) {
+    if (x + 4 <= oW && reinterpret_cast<unsigned long long>(o) % (4 * sizeof(T)) == 0) {
+        dc_store4(o, m[0], m[1], m[2], m[3]);
+    } else {
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+            if (x + q < oW) o[q] = m[q];
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The 3 x 3 median of a row of four outputs, ~19 min/max an output. r0, r1, r2: input rows
+// y-1 .. y+1 at columns x-1 .. x+4; m[q]: the median at (y, x + q). Each column of 3 is sorted
+// once (shared by up to 3 outputs); an output's median is med3(max of the 3 column minima, med3
+// of the middles, min of the maxima), and two neighbouring outputs share two columns' max of
+// minima, min of maxima and ordered middles.
+template <class O, typename T>
+__device__ __forceinline__ void dc_median3x3_row(const T (&r0)[6], const T (&r1)[6], const T (&r2)[6], T (&m)[4]) {
+    // med3 of (a, b, c) where a <= b already: b's place clipped by c; and of any three
+    const auto med_sorted = [](T a, T b, T c) { return O::hi(a, O::lo(b, c)); };
+    const auto med3 = [](T a, T b, T c) { return O::hi(O::lo(a, b), O::lo(O::hi(a, b), c)); };
+    T lo[6], mid[6], hi[6];
+#pragma unroll
+    for (int c = 0; c < 6; ++c) {  // each column of 3 sorted once
+        T col[3] = {r0[c], r1[c], r2[c]};
+        dc_sort<O>(col);
+        lo[c] = col[0], mid[c] = col[1], hi[c] = col[2];
+    }
+#pragma unroll
+    for (int j = 0; j < 4; j += 2) {  // outputs j and j+1 share columns j+1 and j+2
+        const T l = O::hi(lo[j + 1], lo[j + 2]), h = O::lo(hi[j + 1], hi[j + 2]);
+        T a = mid[j + 1], b = mid[j + 2];
+        O::cx(a, b);
+        m[j] = med3(O::hi(l, lo[j]), med_sorted(a, b, mid[j]), O::lo(h, hi[j]));
+        m[j + 1] = med3(O::hi(l, lo[j + 3]), med_sorted(a, b, mid[j + 3]), O::lo(h, hi[j + 3]));
+    }
+}
+
+// The 5 x 5 median of two rows of four outputs (two 2 x 2 tiles), ~62 min/max an output against
+// ~336 for forgetful selection (NOTES.md). r: input rows y-2 .. y+3 by columns x-2 .. x+5;
+// m[dy][q]: the median at (y + dy, x + q). Tile k (outputs x+2k, x+2k+1) has a 4 x 4 core,
+// columns 2k+1 .. 2k+4 of rows 1 .. 4, in every window: from the core columns sorted (shared by
+// both tiles) and merged in pairs (the middle pair shared), only its ranks 3 .. 12 can reach a
+// median of the 9 values more; then each row of the tile adds its 4 values of row 0 (or 5), sorted
+// from pairs (ranks 7 .. 12 of those 20 kept), and each output its column of rows 1 .. 4 (sorted
+// above) and its corner: the median is the 6th of 11 (7 of the 20 are smaller than it).
+template <class O, typename T>
+__device__ __forceinline__ void dc_median5x5_step(const T (&r)[6][8], T (&m)[2][4]) {
+    T core[8][4];
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+        core[c][0] = r[1][c], core[c][1] = r[2][c], core[c][2] = r[3][c], core[c][3] = r[4][c];
+        dc_sort<O>(core[c]);
+    }
+    T pr[3][8], rp[2][3][2];  // core columns merged in pairs; rows 0 and 5 sorted in pairs
+#pragma unroll
+    for (int p = 0; p < 3; ++p) {
+        dc_merge<O>(core[2 * p + 1], core[2 * p + 2], pr[p]);
+#pragma unroll
+        for (int dy = 0; dy < 2; ++dy) {
+            rp[dy][p][0] = r[dy ? 5 : 0][2 * p + 1], rp[dy][p][1] = r[dy ? 5 : 0][2 * p + 2];
+            dc_sort<O>(rp[dy][p]);
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+        T c16[16], c10[10];
+        dc_merge<O>(pr[k], pr[k + 1], c16);
+        dc_take(c10, c16, 3);
+#pragma unroll
+        for (int dy = 0; dy < 2; ++dy) {
+            const T(&row)[8] = r[dy ? 5 : 0];
+            T rs[4], c14[14], c6[6];
+            dc_merge<O>(rp[dy][k], rp[dy][k + 1], rs);  // its columns 2k+1 .. 2k+4, sorted
+            dc_merge<O>(c10, rs, c14);
+            dc_take(c6, c14, 4);
+#pragma unroll
+            for (int dx = 0; dx < 2; ++dx) {
+                const int c = dx ? 2 * k + 5 : 2 * k;
+                T m10[10];
+                dc_merge<O>(c6, core[c], m10);
+                m[dy][2 * k + dx] = O::hi(m10[4], O::lo(m10[5], row[c]));
+            }
+        }
+    }
+}
+
+// The 3 x 3 x 3 median of two rows of four outputs of a plane (two 2 x 2 tiles), ~100 min/max an
+// output against ~390 for forgetful selection. v: planes z-1 .. z+1 by rows y-1 .. y+2 by columns
+// x-1 .. x+4; m[dy][q]: the median at (z, y + dy, x + q). Every column along z is sorted (a
+// triple, shared by up to 9 outputs); rows 1 and 2 of each column merged (6, shared by both
+// rows); tile k's core, those of columns 2k+1 and 2k+2 (12, every value a possible median); each
+// row of the tile adds its two triples of row 0 (or 3) (ranks 4 .. 13 of those 18 kept), each
+// output its private column's 6 and its corner triple: the median is the 4th of ranks 6 .. 9 of
+// the 16 and the corner's 3.
+template <class O, typename T>
+__device__ __forceinline__ void dc_median3x3x3_step(const T (&v)[3][4][6], T (&m)[2][4]) {
+    T tri[4][6][3];
+#pragma unroll
+    for (int y = 0; y < 4; ++y)
+#pragma unroll
+        for (int x = 0; x < 6; ++x) {
+            tri[y][x][0] = v[0][y][x], tri[y][x][1] = v[1][y][x], tri[y][x][2] = v[2][y][x];
+            dc_sort<O>(tri[y][x]);
+        }
+    T vp[6][6];
+#pragma unroll
+    for (int x = 0; x < 6; ++x) dc_merge<O>(tri[1][x], tri[2][x], vp[x]);
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+        const int x0 = 2 * k;
+        T c12[12];
+        dc_merge<O>(vp[x0 + 1], vp[x0 + 2], c12);
+#pragma unroll
+        for (int dy = 0; dy < 2; ++dy) {
+            const int yr = dy ? 3 : 0;
+            T hp[6], c18[18], c10[10];
+            dc_merge<O>(tri[yr][x0 + 1], tri[yr][x0 + 2], hp);
+            dc_merge<O>(c12, hp, c18);
+            dc_take(c10, c18, 4);
+#pragma unroll
+            for (int dx = 0; dx < 2; ++dx) {
+                const int xc = dx ? x0 + 3 : x0;
+                T m16[16], m4[4];
+                dc_merge<O>(c10, vp[xc], m16);
+                dc_take(m4, m16, 6);
+                m[dy][x0 + dx] = dc_kth2<3, O>(m4, tri[yr][xc]);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// distconv_median3x3 / distconv_median5x5: the median of each K x K window of a plane (K = 3:
+//   dc_median3x3_row, the 5th smallest of 9; K = 5: dc_median5x5_step, the 13th of 25).
+//   NANP: floats, a window holding NaN gives NaN (DcOrd); LEAD: dc_median_row.
+// Threads -> data: TX x TY threads (DC_MED3_* for K = 3, DC_MED5_* for K = 5) own a TH x TW
+//   output tile of one plane z (blockIdx.x: column tiles, blockIdx.y: row tiles, grid-stride;
+//   blockIdx.z: planes, grid-stride); thread (tx, ty) computes PX = 4 consecutive columns x
+//   rows ty*PY .. ty*PY+PY-1: K = 3 sliding down its 3 input rows in registers (one new row an
+//   output row), K = 5 two rows a step (its 6 rows read anew); rows read from shared memory as
+//   16-byte vectors.
+// Shared memory (dynamic): the input tile with its halo, SH = TH+K-1 rows x SW = TW+8 columns
+//   (dc_median_row), T each; rank.py _median_tile is this formula.
+// Registers: 4-byte types built for 2 blocks per SM (<= 128); 8-byte 5 x 5 for one.
+// Limits: a full K x K box (rank.py decides); sizes 64-bit.
+#define DC_MED3_TX 16
+#define DC_MED3_TY 16
+#define DC_MED3_PX 4   // output columns per thread
+#define DC_MED3_PY 8   // output rows per thread (8-byte types: half)
+#define DC_MED5_TX 16
+#define DC_MED5_TY 16
+#define DC_MED5_PX 4   // output columns per thread (two 2 x 2 tiles)
+#define DC_MED5_PY 8   // output rows per thread, two a step (8-byte types: half)
+template <typename T, int K> struct DcMedShape {
+    static constexpr int TX = K == 3 ? DC_MED3_TX : DC_MED5_TX, TY = K == 3 ? DC_MED3_TY : DC_MED5_TY;
+    static constexpr int PX = K == 3 ? DC_MED3_PX : DC_MED5_PX, PY0 = K == 3 ? DC_MED3_PY : DC_MED5_PY;
+    static constexpr int PY = sizeof(T) <= 4 ? PY0 : PY0 / 2;
+    static constexpr int TW = TX * PX, TH = TY * PY, SH = TH + K - 1, SW = TW + 8;
+};
+
+template <typename T, int K, bool NANP, int LEAD>
+__device__ __forceinline__ void dc_median2d(const DcTile &src, T *__restrict__ out, i64 oD, i64 oH, i64 oW,
+                                            i64 offD, i64 offH, i64 offW, int mode, T cval) {
+    using S = DcMedShape<T, K>;
+    using O = DcOrd<T, NANP>;
+    constexpr int PX = S::PX, PY = S::PY, TW = S::TW, TH = S::TH, SH = S::SH, SW = S::SW, NT = S::TX * S::TY;
+    static_assert(PX == 4 && SW % 4 == 0 && (K == 3 || PY % 2 == 0), "rows of four outputs, two a step for 5 x 5");
     extern __shared__ __align__(16) unsigned char dc_smem_raw[];
     T *s = reinterpret_cast<T *>(dc_smem_raw);
-    const int tid = threadIdx.x, tx = tid % DC_MED3_TX, ty = tid / DC_MED3_TX;
+    const int tid = threadIdx.x, tx = tid % S::TX, ty = tid / S::TX;
     const i64 nty = (oH + TH - 1) / TH;
     const i64 x = (i64)blockIdx.x * TW + tx * PX;
-    // a row of the thread's window, NaN ranked high (distconv_rank's order) unless PROPAGATE
-    // (then a window with NaN gives NaN whatever its sort made of it)
-    const auto row = [](T (&r)[WN], const T *p) {
-        dc_load_window<WN>(r, p);
-        if (!PROPAGATE) {
-#pragma unroll
-            for (int c = 0; c < C; ++c) r[c] = dc_nan_high(r[c]);
-        }
-    };
 
     for (i64 z = blockIdx.z; z < oD; z += gridDim.z) {
         for (i64 tyb = blockIdx.y; tyb < nty; tyb += gridDim.y) {
             const i64 y0 = tyb * TH;
-            dc_stage<T, SH, SW, NT>(s, src, z + offD, y0 + offH, (i64)blockIdx.x * TW + offW, mode, cval, tid);
+            dc_stage<T, SH, SW, NT>(s, src, z + offD, y0 + offH, (i64)blockIdx.x * TW + offW - LEAD, mode, cval, tid);
             __syncthreads();
             const T *base = s + ty * PY * SW + tx * PX;
-            T r0[WN], r1[WN], r2[WN];
-            row(r0, base);
-            row(r1, base + SW);
+            T *orow = out + (z * oH + y0 + ty * PY) * oW + x;  // this thread's first output row
+            if constexpr (K == 3) {
+                T r0[6], r1[6], r2[6], m[4];
+                dc_median_row<LEAD>(r0, base);
+                dc_median_row<LEAD>(r1, base + SW);
 #pragma unroll
-            for (int py = 0; py < PY; ++py) {
-                row(r2, base + (py + 2) * SW);
-                T lo[C], mid[C], hi[C], nan[C];
+                for (int py = 0; py < PY; ++py) {
+                    dc_median_row<LEAD>(r2, base + (py + 2) * SW);
+                    dc_median3x3_row<O>(r0, r1, r2, m);
+                    if (y0 + ty * PY + py < oH) dc_median_store4(orow + py * oW, m, x, oW);
 #pragma unroll
-                for (int c = 0; c < C; ++c) {  // each column of 3 sorted once
-                    T a = r0[c], b = r1[c], d = r2[c];
-                    if (PROPAGATE) nan[c] = DcMax::apply(DcMax::apply(a, b), d);  // NaN iff one is
-                    dc_minmax(a, b);
-                    dc_minmax(b, d);
-                    dc_minmax(a, b);
-                    lo[c] = a, mid[c] = b, hi[c] = d;
+                    for (int c = 0; c < 6; ++c) r0[c] = r1[c], r1[c] = r2[c];
                 }
-                T m[PX];
+            } else {
+#pragma unroll 1
+                for (int py = 0; py < PY; py += 2) {
+                    T r[6][8], m[2][4];
 #pragma unroll
-                for (int j = 0; j < PX; j += 2) {  // outputs j and j+1 share columns j+1 and j+2
-                    const T l = dc_hi(lo[j + 1], lo[j + 2]), h = dc_lo(hi[j + 1], hi[j + 2]);
-                    T a = mid[j + 1], b = mid[j + 2];
-                    dc_minmax(a, b);
-                    m[j] = dc_med3(dc_hi(l, lo[j]), dc_med_sorted(a, b, mid[j]), dc_lo(h, hi[j]));
-                    m[j + 1] = dc_med3(dc_hi(l, lo[j + 3]), dc_med_sorted(a, b, mid[j + 3]), dc_lo(h, hi[j + 3]));
-                    if (PROPAGATE) {
-                        const T f = DcMax::apply(nan[j + 1], nan[j + 2]);
-                        const T f0 = DcMax::apply(f, nan[j]), f1 = DcMax::apply(f, nan[j + 3]);
-                        m[j] = dc_isnan(f0) ? f0 : m[j];
-                        m[j + 1] = dc_isnan(f1) ? f1 : m[j + 1];
-                    }
+                    for (int i = 0; i < 6; ++i) dc_median_row<LEAD>(r[i], base + (py + i) * SW);
+                    dc_median5x5_step<O>(r, m);
+#pragma unroll
+                    for (int dy = 0; dy < 2; ++dy)
+                        if (y0 + ty * PY + py + dy < oH) dc_median_store4(orow + (py + dy) * oW, m[dy], x, oW);
                 }
-                const i64 y = y0 + ty * PY + py;
-                if (y < oH) {
-                    T *o = out + (z * oH + y) * oW + x;
-                    if (x + PX <= oW && reinterpret_cast<unsigned long long>(o) % (PX * sizeof(T)) == 0) {
-                        dc_store4(o, m[0], m[1], m[2], m[3]);
-                    } else {
-#pragma unroll
-                        for (int q = 0; q < PX; ++q)
-                            if (x + q < oW) o[q] = m[q];
-                    }
-                }
-#pragma unroll
-                for (int c = 0; c < WN; ++c) r0[c] = r1[c], r1[c] = r2[c];
             }
             __syncthreads();
+        }
+    }
+}
+
+template <typename T, bool NANP, int LEAD>
+__global__ void __launch_bounds__(DC_MED3_TX *DC_MED3_TY, 2)
+distconv_median3x3(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW, i64 offD,
+                   i64 offH, i64 offW, int mode, T cval) {
+    dc_median2d<T, 3, NANP, LEAD>(src, out, oD, oH, oW, offD, offH, offW, mode, cval);
+}
+
+template <typename T, bool NANP, int LEAD>
+__global__ void __launch_bounds__(DC_MED5_TX *DC_MED5_TY, sizeof(T) <= 4 ? 2 : 1)
+distconv_median5x5(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW, i64 offD,
+                   i64 offH, i64 offW, int mode, T cval) {
+    dc_median2d<T, 5, NANP, LEAD>(src, out, oD, oH, oW, offD, offH, offW, mode, cval);
+}
+
+// ---------------------------------------------------------------------------------------------
+// distconv_median3x3x3: the median of each 3 x 3 x 3 window (the 14th smallest of 27), by
+//   dc_median3x3x3_step's networks, sliding along z with each input plane staged once.
+//   NANP: floats, a window holding NaN gives NaN (DcOrd); LEAD: dc_median_row.
+// Threads -> data: DC_MED27_TX x DC_MED27_TY threads own a TH x TW output tile of a run of nz
+//   planes (blockIdx.x: column tiles, blockIdx.y: row tiles, grid-stride; blockIdx.z: runs of
+//   planes, grid-stride); thread (tx, ty) computes PX = 4 consecutive columns x PY = 2 rows
+//   (ty*2, ty*2+1) of each plane of the run, its 3 x 4 x 6 window read from shared memory as
+//   16-byte vectors.
+// Shared memory (dynamic): a ring of DC_MED27_PLANES staged input planes, each SH = TH+2 rows x
+//   SW = TW+8 columns (dc_median_row), T each: the three an output plane reads and the next one's
+//   copies in flight (one barrier a plane); rank.py _median_tile is this formula.
+// Registers: 4-byte types built for 2 blocks per SM (<= 128), 8-byte ones for one.
+// Limits: a full 3 x 3 x 3 box (rank.py decides); sizes 64-bit.
+#define DC_MED27_TX 16
+#define DC_MED27_TY 16
+#define DC_MED27_PX 4      // output columns per thread (two 2 x 2 tiles)
+#define DC_MED27_PY 2      // output rows per thread
+#define DC_MED27_PLANES 4  // staged planes in the ring
+template <typename T, bool NANP, int LEAD>
+__global__ void __launch_bounds__(DC_MED27_TX *DC_MED27_TY, sizeof(T) <= 4 ? 2 : 1)
+distconv_median3x3x3(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW, i64 offD,
+                     i64 offH, i64 offW, int mode, T cval, int nz) {
+    using O = DcOrd<T, NANP>;
+    constexpr int PX = DC_MED27_PX, PY = DC_MED27_PY, TW = DC_MED27_TX * PX, TH = DC_MED27_TY * PY;
+    constexpr int SH = TH + 2, SW = TW + 8, PLANE = SH * SW, NB = DC_MED27_PLANES;
+    constexpr int NT = DC_MED27_TX * DC_MED27_TY;
+    static_assert(PX == 4 && PY == 2 && NB == 4 && SW % 4 == 0, "two 2 x 2 tiles, a ring of 4 planes");
+    extern __shared__ __align__(16) unsigned char dc_smem_raw[];
+    T *s = reinterpret_cast<T *>(dc_smem_raw);
+    const int tid = threadIdx.x, tx = tid % DC_MED27_TX, ty = tid / DC_MED27_TX;
+    const i64 nty = (oH + TH - 1) / TH, nruns = (oD + nz - 1) / nz;
+    const i64 x = (i64)blockIdx.x * TW + tx * PX, ix0 = (i64)blockIdx.x * TW + offW - LEAD;
+    const int mine = ty * PY * SW + tx * PX;  // this thread's first staged element in a plane
+
+    for (i64 run = blockIdx.z; run < nruns; run += gridDim.z) {
+        for (i64 tyb = blockIdx.y; tyb < nty; tyb += gridDim.y) {
+            const i64 y0 = tyb * TH, z0 = run * nz, iy0 = y0 + offH;
+            const int planes = (int)((z0 + nz < oD ? z0 + nz : oD) - z0);  // output planes of the run
+#pragma unroll 1
+            for (int p = 0; p < 3; ++p)
+                dc_stage<T, SH, SW, NT, DC_STAGE_UNROLL, false, true>(s + p * PLANE, src, z0 + p + offD, iy0, ix0,
+                                                                      mode, cval, tid);
+#pragma unroll 1
+            for (int q = 0; q < planes; ++q) {
+                // output plane z0 + q reads input planes q .. q+2 of the run (ring slots q % 4 ..):
+                // plane q+2's copies were issued a plane ago (or above); slot (q+3) % 4 was read
+                // last by plane q-1, which every thread has finished at the barrier
+                dc_cp_async_wait_all();
+                __syncthreads();
+                if (q + 1 < planes)
+                    dc_stage<T, SH, SW, NT, DC_STAGE_UNROLL, false, true>(s + ((q + 3) % NB) * PLANE, src,
+                                                                          z0 + q + 3 + offD, iy0, ix0, mode, cval, tid);
+                T v[3][4][6], m[2][4];
+#pragma unroll
+                for (int k = 0; k < 3; ++k)
+#pragma unroll
+                    for (int r = 0; r < 4; ++r)
+                        dc_median_row<LEAD>(v[k][r], s + ((q + k) % NB) * PLANE + mine + r * SW);
+                dc_median3x3x3_step<O>(v, m);
+                const i64 z = z0 + q;
+#pragma unroll
+                for (int dy = 0; dy < PY; ++dy) {
+                    const i64 y = y0 + ty * PY + dy;
+                    if (y < oH) dc_median_store4(out + (z * oH + y) * oW + x, m[dy], x, oW);
+                }
+            }
+            __syncthreads();  // the next tile's first planes go into slots read just now
         }
     }
 }

@@ -126,15 +126,17 @@ def _ranked(x, fp, pick, mode, cval, origin, axes, output, dt, name, allow_rechu
         omit = None if extreme is not None else partial(backends.rank_omit, footprint=fp, pick=pick, mode=mode,
                                                         cval=cval, origin=org)
         func = NanRule(func, *windows, nan_policy, extreme, mode == "constant" and bool(np.isnan(cval)), omit,
-                       native=_median3x3(fp, rank))
+                       native=_median_box(fp, rank))
     return _run(x, func, depth, mode, name, allow_rechunk, dt, output)
 
 
-def _median3x3(fp: np.ndarray, rank: int) -> bool:
-    """The median of a full 3 x 3 box over two axes: on GPUs its kernel propagates NaN as it
-    selects (backends/cuda/rank.py), so nan_policy propagate needs no screen of the data (the
-    backend marks NaN windows itself for other footprints asked the same way)."""
-    return bool(fp.all()) and sorted(fp.shape)[-2:] == [3, 3] and fp.size == 9 and rank == 4
+def _median_box(fp: np.ndarray, rank: int) -> bool:
+    """The median of a full 3 x 3 or 5 x 5 box over two axes, or of a 3 x 3 x 3 box: on GPUs
+    their kernels propagate NaN as they select (backends/cuda/rank.py), so nan_policy propagate
+    needs no screen of the data (the backend marks NaN windows itself for other footprints
+    asked the same way)."""
+    box = sorted(int(n) for n in fp.shape if n > 1)
+    return bool(fp.all()) and box in ([3, 3], [5, 5], [3, 3, 3]) and rank == fp.size // 2
 
 
 @dataclass(frozen=True)
@@ -175,8 +177,8 @@ class NanRule:
     over the indicator); other ranks run ``omit``. Tiles without NaN run ``func`` alone.
     ``edge_nan``: a constant mode whose cval is NaN (every window over the edge holds one).
     ``native``: on GPUs ``func`` propagates NaN itself when asked (nan_propagate=True: the
-    minimum/maximum kernels pick with NaN-propagating min/max, the 3 x 3 median's kernel marks
-    windows with NaN), so propagate runs it alone, without a screen of the data."""
+    minimum/maximum kernels pick with NaN-propagating min/max, the median kernels of full
+    boxes mark windows with NaN), so propagate runs it alone, without a screen of the data."""
 
     func: object
     any_window: object

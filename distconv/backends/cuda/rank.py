@@ -58,35 +58,75 @@ def _fits(k3, R: int, T) -> bool:
             and R * T.itemsize <= loader.define("DC_RANK_KEEP_BYTES") and smem <= loader.define("DC_RANK_SMEM"))
 
 
-def _median3x3_tile(T) -> tuple[int, int, int]:
-    """distconv_median3x3's output tile (rows, columns) and shared memory: its DcMed3Shape, the
-    input tile with a halo row above and below and 4 columns more (whole 16-byte windows)."""
-    py = loader.define("DC_MED3_PY") // (1 if T.itemsize <= 4 else 2)
-    th, tw = loader.define("DC_MED3_TY") * py, loader.define("DC_MED3_TX") * loader.define("DC_MED3_PX")
-    return th, tw, (th + 2) * (tw + 4) * T.itemsize
+# Medians of full boxes by their own kernels (kernels/rank.cu: networks shared between
+# neighbouring outputs): box (KD, KH, KW) -> (kernel, the prefix of its #defines). Other boxes,
+# footprints and ranks take distconv_rank.
+MEDIAN_KERNELS = {(1, 3, 3): ("distconv_median3x3", "DC_MED3"), (1, 5, 5): ("distconv_median5x5", "DC_MED5"),
+                  (3, 3, 3): ("distconv_median3x3x3", "DC_MED27")}
+# output planes per block of distconv_median3x3x3, which slides along z and stages two planes
+# more than it writes (as distconv_correlate_slide3d's runs: convolve.slide_planes)
+MEDIAN_RUN = 32
 
 
-def _launch_median3x3(src, out, out3, offs, mode: int, cval, propagate: bool):
+def _median_kernel(k3, R: int, top: bool, full: bool, oH: int):
+    """(kernel, define prefix) of the median kernel that selects R of 2R - 1 from the bottom over
+    the full box k3, or None (distconv_rank, which also takes lines: oH == 1)."""
+    if full and not top and oH > 1 and 2 * R - 1 == int(np.prod(k3)):
+        return MEDIAN_KERNELS.get(tuple(k3))
+    return None
+
+
+def _median_tile(k3, T, prefix: str) -> tuple[int, int, int]:
+    """A median kernel's output tile (rows, columns) and shared memory, its header's formula: the
+    input tile with the box's halo rows and 8 columns more (from a 16-byte boundary, whole
+    vectors), in a ring of DC_..._PLANES staged planes where it slides along z; 2-D kernels give
+    8-byte types half the rows."""
+    KD, KH, _ = k3
+    rows = loader.define(f"{prefix}_PY") // (2 if KD == 1 and T.itemsize > 4 else 1)
+    th, tw = loader.define(f"{prefix}_TY") * rows, loader.define(f"{prefix}_TX") * loader.define(f"{prefix}_PX")
+    planes = loader.define(f"{prefix}_PLANES") if KD > 1 else 1
+    return th, tw, planes * (th + KH - 1) * (tw + 8) * T.itemsize
+
+
+def _median_nan(T, propagate: bool) -> bool:
+    """The median kernels' NANP: exchanges that propagate NaN (a window holding NaN gives NaN).
+    Float always (one instruction, as the plain ones, on sm_80 on); double when asked."""
+    return T.kind == "f" and (propagate or T == np.float32)
+
+
+def _median_lead(src, offW: int, T) -> int:
+    """The median kernels' LEAD (kernels/rank.cu dc_median_row): the windows' first column past
+    a 16-byte boundary of the centre piece's memory, in elements mod 4, so that a block stages
+    its tile from that boundary with 16-byte copies (any value gives the same result)."""
+    return int(int(src["ptr"][13]) // T.itemsize + offW - int(src["len"][6])) % 4
+
+
+def _launch_median(kernel: str, prefix: str, src, out, out3, k3, offs, mode: int, cval, nan: bool):
     T = out.dtype
     oD, oH, oW = out3
-    th, tw, smem = _median3x3_tile(T)
-    tx, ty = loader.define("DC_MED3_TX"), loader.define("DC_MED3_TY")
-    fn = loader.function("rank", loader.template("distconv_median3x3", ctype(T), propagate), smem)
-    grid = (-(-oW // tw), min(-(-oH // th), GRID_YZ), min(oD, GRID_YZ))
-    fn(grid, (tx * ty,), (src, out, *(np.int64(v) for v in out3), *(np.int64(v) for v in offs),
-                         np.int32(mode), cval), shared_mem=smem)
+    th, tw, smem = _median_tile(k3, T, prefix)
+    args = (src, out, *(np.int64(v) for v in out3), *(np.int64(v) for v in offs), np.int32(mode), cval)
+    planes = oD
+    if k3[0] > 1:  # slides along z: blockIdx.z takes runs of MEDIAN_RUN planes
+        planes, args = -(-oD // MEDIAN_RUN), args + (np.int32(MEDIAN_RUN),)
+    name = loader.template(kernel, ctype(T), nan, _median_lead(src, offs[2], T))
+    fn = loader.function("rank", name, smem)
+    grid = (-(-oW // tw), min(-(-oH // th), GRID_YZ), min(planes, GRID_YZ))
+    threads = loader.define(f"{prefix}_TX") * loader.define(f"{prefix}_TY")
+    fn(grid, (threads,), args, shared_mem=smem)
 
 
 def _launch(src, out, out3, offs, k3, bits, R: int, top: bool, mode: int, cval, full: bool = False,
             propagate: bool = False) -> bool:
-    """distconv_rank (or the 3 x 3 median's own kernel) into ``out``; True when NaN propagated
-    (asked by ``propagate``, floats, and the 3 x 3 median's kernel ran)."""
+    """distconv_rank (or a median kernel: _median_kernel) into ``out``; True when NaN propagated
+    (asked by ``propagate``, floats, and a median kernel ran: a window holding NaN gave NaN)."""
     T = out.dtype
     oD, oH, oW = out3
-    if full and tuple(k3) == (1, 3, 3) and R == 5 and not top and oH > 1:  # the 3 x 3 median
-        propagate = propagate and T.kind == "f"
-        _launch_median3x3(src, out, out3, offs, mode, cval, propagate)
-        return propagate
+    median = _median_kernel(k3, R, top, full, oH)
+    if median is not None:
+        nan = _median_nan(T, propagate)
+        _launch_median(*median, src, out, out3, k3, offs, mode, cval, nan)
+        return propagate and nan
     bx, by, py = loader.define("DC_RANK_BX"), loader.define("DC_RANK_BY"), _rows(R)
     if oH == 1:  # lines: every thread on its own output along x
         bx, by, py = bx * by, 1, 1
@@ -291,10 +331,13 @@ INSTANTIATIONS = [
     loader.template("distconv_rank", "double", 1, 9, 11, 48, True, _BX, _BY, _PY, False),
     loader.template("distconv_rank", "float", 1, 11, 11, 61, True, _BX, _BY, _PY, False),
 ] + [
-    loader.template("distconv_median3x3", t, p)
-    for t, p in (("float", False), ("float", True), ("double", False), ("double", True), ("int", False),
-                 ("long long", False), ("unsigned long long", False))
-] + [
+    # float's exchanges always propagate NaN (_median_nan); LEAD of an aligned array, origin 0
+    loader.template(k, t, n, lead)
+    for k, lead in (("distconv_median3x3", 3), ("distconv_median5x5", 2), ("distconv_median3x3x3", 3))
+    for t, n in (("float", True), ("double", False), ("double", True), ("int", False), ("long long", False),
+                 ("unsigned long long", False))
+] + [loader.template(k, "float", True, 0) for k in ("distconv_median3x3", "distconv_median5x5", "distconv_median3x3x3")
+     ] + [
     loader.template("distconv_extremum2d", t, k0, k1, top)
     for t in ("float", "double", "int", "long long", "unsigned long long")
     for k0, k1 in ((3, 3), (5, 5), (9, 9), (2, 7), (33, 33))
