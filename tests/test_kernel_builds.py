@@ -2,7 +2,6 @@
 is: nothing is started for a CPU cluster, and the rehearsal's own process reports that it built
 nothing instead of failing (the GPU side: tests/gpu/test_rehearsal_gpu.py)."""
 
-import json
 import subprocess
 import sys
 
@@ -10,17 +9,31 @@ from distconv.session import builds
 
 
 def test_no_rehearsal_for_a_cluster_of_cpu_workers():
-    assert builds.KernelBuilds.start(["wf.yaml"], {"type": "cpu"}) is None
+    assert builds.KernelBuilds.start({"type": "cpu"}) is None
 
 
 def test_the_rehearsal_process_reports_nothing_built_where_it_cannot_build(tmp_path):
+    """Handed a checked workflow's job on a machine without a GPU, it fails its CUDA context and
+    the run gets None: the blocks build what they need, as before."""
+    import pickle
+
+    from distconv import batch
+    from distconv.batch import direct
+    from distconv.batch.inputs import ensure_input
+
     wf = tmp_path / "wf.yaml"
     wf.write_text("input: {path: in.zarr, synthetic: {shape: [40, 30], chunks: [10, 30]}}\n"
                   "steps: [{op: gaussian_filter, sigma: 1.0}]\noutputs: {path: out.zarr}\n")
-    res = subprocess.run([sys.executable, "-m", "distconv.session.builds", str(wf), str(tmp_path / "missing.yaml")],
-                         capture_output=True, text=True, cwd=tmp_path, timeout=300)
-    assert res.returncode == 0, res.stderr
-    assert json.loads(res.stdout.strip().splitlines()[-1]) == {"built": 0, "seconds": 0, "skipped": 0}
+    loaded = batch.load(wf)
+    ensure_input(loaded)
+    job = direct.plan(loaded, True)[0]
+    assert job is not None and job.gpu
+    res = subprocess.run([sys.executable, "-m", "distconv.session.builds"], input=pickle.dumps([job]),
+                         capture_output=True, cwd=tmp_path, timeout=300)
+    assert res.returncode != 0 and not res.stdout.strip()  # no result: KernelBuilds.wait gives None
+    kept = builds.KernelBuilds(subprocess.Popen([sys.executable, "-c", "print('not json')"],
+                                                stdout=subprocess.PIPE))
+    assert kept.wait() is None
 
 
 def test_the_message_says_what_was_built_once():

@@ -49,7 +49,11 @@ def write(plan: Plan, dst: str, claim: ownership.Claim, client, attrs=None, dims
         Location(dst).child(ownership.BLOCKS).make_dir()
         placed = workers(client)
         if job.gpu and placed:
-            rehearse_on_hosts(client, job)
+            built = [r for r in rehearse_on_hosts(client, job) if r and r["built"]]
+            if built:  # the first job of these steps on a node: said once, as `distconv run` says it
+                print(f"distconv: built {sum(r['built'] for r in built)} GPU kernels for these steps on "
+                      f"{len(built)} node(s) in {max(r['seconds'] for r in built):.1f} s, before the blocks "
+                      f"(cached there: later runs skip this)", flush=True)
         blocks, merged = job_graph(job, job.name, placed)
         # the blocks flat, one future each (a nested list is one future of dask's list on a
         # cluster, and progress saw no block finish)

@@ -30,14 +30,16 @@ MARKS = "distconv-rehearsed"  # the kernel cache's folder of rehearsed jobs' mar
 
 def rehearse(job: Job) -> dict:
     """Block 0's device stage of ``job`` on zeros of its exact shape and dtype, on this process's
-    GPU: {"built": kernels added to the node's cache, "seconds": how long it took}."""
+    GPU: {"built": kernels added to the node's cache, "seconds": how long it took}. (Its parts
+    run one after another: with the chain and the encode in threads of their own, one H100's
+    blocks still built a kernel of the chain that the rehearsal had not; NOTES.md.)"""
     dev = device(True)
+    dev.zeros((1,), np.uint8)  # the CUDA context first, once
     before, t = dev.kernels_cached(), time.perf_counter()
     rows = block_rows(job, 0)
-    if job.carried:  # its local part (the scan and its total), then the seed by a carry
-        job = dataclasses.replace(job, part="local")
-    out, total = device_stage(job, _rows_on_device(job, rows, dev), rows, Clock(True))
-    if total is not None:
+    step = dataclasses.replace(job, part="local") if job.carried else job  # its scan's total too
+    out, total = device_stage(step, _rows_on_device(job, rows, dev), rows, Clock(True))
+    if total is not None:  # the seed by a carry
         out = job.scan.seed(out, job.scan.combine(None, to_host(total)))
     if job.edges is not None:
         from .. import backends

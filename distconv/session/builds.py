@@ -1,11 +1,11 @@
 """The GPU kernels of a `distconv run`'s jobs built on the node while its cluster starts.
 
 A fresh node has an empty kernel cache; left to the blocks, every worker compiled the same
-kernels at once inside its first blocks (engine/rehearsal.py). `distconv run` instead plans
-its jobs and rehearses their first block's device stage in a process of its own from its start,
-beside its own check and the cluster's start (it reads the workflows and the input's metadata,
-and writes only to the kernel cache); the run waits for it once the cluster is up, before any
-block, and says once what it built and how long it took. A job this node rehearsed before is
+kernels at once inside its first blocks (engine/rehearsal.py). `distconv run` instead starts
+a process of its own at its start (its imports and CUDA context made beside the check), hands
+it the checked jobs, which it rehearses (their first block's device stage on zeros: it writes
+only to the kernel cache) beside the cluster's start; the run waits for it once the cluster is
+up, before any block, and says once what it built and how long it took. A job this node rehearsed before is
 only looked up (a mark in the kernel cache); a node with any mark is not fresh, and its runs
 start no rehearsal here (engine.write rehearses a job new to a host on one of its workers).
 Any failure here leaves the building to the blocks, as before.
@@ -21,16 +21,16 @@ WAIT_S = 300.0  # longest the run waits for the builds before it leaves them to 
 
 
 class KernelBuilds:
-    """A rehearsal of workflows' jobs running in a process of its own (start, then wait)."""
+    """A rehearsal in a process of its own: started first (it imports the engine and makes its
+    CUDA context while this process checks the workflows), handed the checked jobs, waited for."""
 
     def __init__(self, process):
         self._process = process
 
     @classmethod
-    def start(cls, workflow_paths: list, cluster_config) -> KernelBuilds | None:
-        """Plan the workflows at ``workflow_paths`` and rehearse their jobs in a new process,
-        beside this process's own check and the cluster's start; None unless the configured
-        cluster is one of GPU workers this command starts (cluster.warm_workers)."""
+    def start(cls, cluster_config) -> KernelBuilds | None:
+        """The rehearsal's process, waiting for its jobs; None unless the configured cluster is
+        one of GPU workers this command starts (cluster.warm_workers) on a fresh node."""
         import subprocess
         import sys
 
@@ -45,10 +45,26 @@ class KernelBuilds:
             return None
         # a process of its own, not one forked from the workers' server: that server takes
         # seconds to import what the workers need before it forks anything
-        process = subprocess.Popen([sys.executable, "-m", __name__, *map(os.path.abspath, workflow_paths)],
-                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                   text=True)
-        return cls(process)
+        return cls(subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL))
+
+    def send(self, workflows: list):
+        """Plan ``workflows`` (checked) as GPU workers run them and hand their jobs over."""
+        import pickle
+
+        from ..batch import direct
+
+        jobs = []
+        for wf in workflows:
+            if wf.kind == "array" and wf.device != "cpu":
+                with contextlib.suppress(Exception):  # the run itself reports what is wrong
+                    jobs.append(direct.plan(wf, True)[0])
+        try:
+            self._process.stdin.write(pickle.dumps([j for j in jobs if j is not None]))
+            self._process.stdin.close()
+        except OSError:  # it ended: the blocks build what they need
+            pass
+        self._process.stdin = None  # sent: communicate() in wait() only reads its answer
 
     def wait(self, timeout: float = WAIT_S) -> dict | None:
         """{"built", "seconds", "waited_s"} once the rehearsal ends (None if it failed or ran
@@ -59,7 +75,7 @@ class KernelBuilds:
         t = time.perf_counter()
         try:
             out, _ = self._process.communicate(timeout=timeout)
-            result = json.loads(out.strip().splitlines()[-1])
+            result = json.loads(out.decode().strip().splitlines()[-1])
         except (subprocess.TimeoutExpired, ValueError, IndexError, OSError):
             result = None
         self.stop()
@@ -90,23 +106,17 @@ def rehearsed_here() -> bool:
         return False
 
 
-def rehearse_workflows(workflow_paths: list) -> dict:
-    """(In the rehearsal's process.) Plan each workflow as GPU workers would run it and rehearse
-    its job: {"built": kernels added to the node's cache, "seconds", "skipped": jobs this node
-    rehearsed before}. A workflow that does not load or plan (the run reports why), a synthetic
-    input not written yet, CPU blocks: nothing to build."""
-    from .. import batch
-    from ..batch import direct
+def rehearse_jobs(stdin) -> dict:
+    """(In the rehearsal's process.) Make the CUDA context, then rehearse the jobs read from
+    ``stdin`` (a pickled list) once each: {"built": kernels added to the node's cache, "seconds",
+    "skipped": jobs this node had rehearsed}."""
+    import pickle
+
+    from ..backends.device import device
     from ..engine.rehearsal import rehearse_once
 
-    done = []
-    for path in workflow_paths:
-        with contextlib.suppress(Exception):
-            wf = batch.load(path)
-            if wf.kind == "array" and wf.device != "cpu":
-                job = direct.plan(wf, True)[0]
-                if job is not None:
-                    done.append(rehearse_once(job))
+    device(True).zeros((1,), "u1")  # while the caller checks its workflows
+    done = [rehearse_once(job) for job in pickle.load(stdin)]
     return {"built": sum(d["built"] for d in done), "seconds": round(sum(d["seconds"] for d in done), 2),
             "skipped": sum(bool(d.get("skipped")) for d in done)}
 
@@ -126,4 +136,4 @@ if __name__ == "__main__":
     import json
     import sys
 
-    print(json.dumps(rehearse_workflows(sys.argv[1:])), flush=True)
+    print(json.dumps(rehearse_jobs(sys.stdin.buffer)), flush=True)

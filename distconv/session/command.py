@@ -46,7 +46,7 @@ def _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path
     started = handed_start or process_start()
     warmed = warm_workers(cluster_path)  # the workers' imports run beside this process's and the check
     # a fresh node's kernels built beside the check and the cluster's start, not in the blocks
-    builds = KernelBuilds.start(workflow_paths, cluster_path) if warmed else None
+    builds = KernelBuilds.start(cluster_path) if warmed else None
     try:
         return _checked_run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, current, started,
                             handed_start, builds, report_dir)
@@ -96,6 +96,8 @@ def _checked_run(workflow_paths, cluster_path, overwrite, resume, no_progress, j
     if not todo:
         return 0
     checked = time.time()
+    if builds is not None:
+        builds.send([t[1] for t in todo])
     try:
         with cluster(cluster_path) as client:
             cluster_up = time.time()
