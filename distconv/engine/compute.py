@@ -12,6 +12,7 @@ then holds nothing of it that could land in the output later (ownership.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 from . import ownership, storage
@@ -114,8 +115,6 @@ def compute(graph, client, claim: ownership.Claim | None, progress=None):
     """Compute ``graph`` on ``client`` (None: dask's local threads here) and return its results;
     ``progress`` (an engine.Progress), when given, shows its blocks finishing."""
     if client is None:
-        import contextlib
-
         import dask
 
         try:
@@ -129,8 +128,11 @@ def compute(graph, client, claim: ownership.Claim | None, progress=None):
         if progress is not None:
             progress.watch(futures)
         return client.gather(futures)
-    except BaseException:
-        _stop(claim, client, futures)
+    except BaseException as e:
+        # after Ctrl-C the cluster's own logs of what the stop cancels say nothing the user
+        # needs (a failure's may): quiet while it stops, as the face is once it closes
+        with quiet_logs() if isinstance(e, KeyboardInterrupt) else contextlib.nullcontext():
+            _stop(claim, client, futures)
         raise
 
 
@@ -149,6 +151,32 @@ def _stop(claim, client, futures):
             client.run(ownership.wait_writes, claim.run, STOP_WAIT_S, on_error="ignore")
     except OSError:  # the scheduler is gone: its workers, and their writes, with it
         pass
+
+
+CLUSTER_LOGGERS = ("distributed", "dask_cuda", "tornado", "asyncio")
+
+
+@contextlib.contextmanager
+def quiet_logs(loggers=CLUSTER_LOGGERS):
+    """The cluster's loggers in this process silenced for the block (their levels restored
+    after; silence_logs keeps them so)."""
+    import logging
+
+    levels = {name: logging.getLogger(name).level for name in loggers}
+    silence_logs(loggers)
+    try:
+        yield
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+
+
+def silence_logs(loggers=CLUSTER_LOGGERS):
+    """The cluster's loggers in this process silenced (a run that is stopping and closing)."""
+    import logging
+
+    for name in loggers:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 def _quiet_cancelled_gathers():

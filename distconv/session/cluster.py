@@ -323,18 +323,13 @@ def _quiet_shutdown(client, workers: bool = True):
     closed comms and workers it had to kill, here and (``workers``: ours, about to close) in
     every worker, which say nothing the user needs. Silence them for the shutdown; a second
     Ctrl-C meanwhile exits at once."""
+    from ..engine.compute import silence_logs
+
     signal.signal(signal.SIGINT, lambda *_: os._exit(130))
-    _silence_logs()
+    silence_logs()
     if not workers:
         return
     try:
-        client.run(_silence_logs, on_error="ignore")
+        client.run(silence_logs, on_error="ignore")
     except Exception:  # noqa: BLE001 - a worker already gone: nothing of its to silence
         pass
-
-
-def _silence_logs():
-    import logging
-
-    for name in ("distributed", "dask_cuda", "tornado", "asyncio"):
-        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
