@@ -123,8 +123,10 @@ def test_3d_masks_sliding_along_z(cp, gpu, rng, mode, monkeypatch):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_median_of_full_boxes_by_forgetful_selection(cp, gpu, rng, mode, monkeypatch):
-    """Full boxes of up to 27 values take the forgetful-selection median: scipy's result on
-    finite data; with NaN and infinities, the same pick as the kept-R insert path."""
+    """Full boxes of up to 27 values take a median kernel (the sorting networks of full 3 x 3,
+    5 x 5 and 3 x 3 x 3 boxes; the forgetful-selection median for the other full boxes, such
+    as 3 x 1 x 5): scipy's result on finite data; with NaN and infinities, the same pick as the
+    kept-R insert path."""
     from distconv.backends.cuda import rank as rank_kernels
 
     launch = rank_kernels._launch
