@@ -123,6 +123,23 @@ def test_a_bad_report_folder_is_refused_before_any_work(tmp_path, where):
     assert (tmp_path / "notes.txt").read_text() == "mine"
 
 
+def test_a_report_folder_holding_the_users_own_report_is_refused_and_left_as_it_was(tmp_path):
+    """A --report folder whose report.md (or timeline plots) distconv did not write is refused
+    before any work; one that holds distconv's own report is written again."""
+    _, wf, c = _files(tmp_path, STEPS)
+    for name, text in (("report.md", "# my notes\n"), ("timeline.png", "not a plot")):
+        folder = tmp_path / f"mine-{name}"
+        folder.mkdir()
+        (folder / name).write_text(text)
+        res = _run(wf, "--cluster", c, "--report", folder)
+        assert res.exit_code == 2 and "did not write" in res.output and f"--report {str(folder)!r}" in res.output
+        assert (folder / name).read_text() == text and not (tmp_path / "out.zarr").exists()
+    for k in range(2):  # the second run replaces the first's report
+        res = _run(wf, "--cluster", c, "--report", tmp_path / "rep", "--overwrite")
+        assert res.exit_code == 0, res.output
+    assert (tmp_path / "rep" / "report.md").read_text().startswith("# distconv run report\n")
+
+
 def test_the_hist_workflows_report_lists_its_steps(tmp_path):
     doc = yaml.safe_load((ROOT / "workflows" / "hist.yaml").read_text())
     doc["input"]["synthetic"].update(shape=[64, 64], chunks=[32, 32])

@@ -118,7 +118,7 @@ def write_run_report(folder, summaries: list) -> str:
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    lines = ["# distconv run report", ""]
+    lines = [TITLE, ""]
     for k, s in enumerate(summaries, 1):
         png = "timeline.png" if len(summaries) == 1 else f"timeline-{k}.png"
         lines += [f"## {s.get('workflow', k)}", ""] + run_lines(s, folder, png, level=3) + [""]
@@ -161,12 +161,28 @@ def report_dir_problems(folder: str, workflows: list) -> list[str]:
             if mine == p or mine.startswith(p.rstrip("/") + "/"):
                 return [f"{name} lies inside the {what} {p!r} of workflow {wf.name!r}; choose a folder "
                         f"outside it"]
+    if os.path.isdir(folder) and not _ours(folder):  # never written over: what is there is the user's
+        return [f"{name} holds report.md or timeline plots that distconv did not write; choose another folder"]
     existing = os.path.abspath(folder)
     while not os.path.isdir(existing):
         existing = os.path.dirname(existing)
     if not os.access(existing, os.W_OK):
         return [f"{name}: the folder {existing!r} is not writable"]
     return []
+
+
+TITLE = "# distconv run report"  # report.md's first line: a report a later --report may replace
+
+
+def _ours(folder) -> bool:
+    """May a report be written into ``folder``: no report.md or timeline plot there, or a
+    report.md distconv wrote (its plots with it)?"""
+    folder = Path(folder)
+    report = folder / "report.md"
+    if report.is_file():
+        with open(report, encoding="utf-8", errors="replace") as f:
+            return f.readline().rstrip("\n") == TITLE
+    return not report.exists() and not any(folder.glob("timeline*.png"))
 
 
 def run_lines(summary: dict, folder, png: str, level: int = 2) -> list[str]:

@@ -63,16 +63,17 @@ def stencil_chain(data):
 WRAP_REASON = "a step's mode is wrap (its halo comes from the far edge of the array)"
 
 
-def plan_write(data, dst: str, gpu: bool, bins=(None, True), out_chunks=None, window=(), edges_data=False) -> Plan:
+def plan_write(data, dst: str, gpu: bool, bins=(None, True), out_chunks=None, window=(), edges_data=False,
+               out_inner=None) -> Plan:
     """The plan of writing the lazy result ``data`` to ``dst``: the engine's job where it takes
-    the chain (``bins``, ``out_chunks``, ``window``, ``edges_data``: as engine.plan's), else
+    the chain (``bins``, ``out_chunks``, ``window``, ``edges_data``, ``out_inner``: as engine.plan's), else
     dask's writes of ``data`` and why."""
     why, found = engine_chain(data)
     if found is None:
         return Plan(data=data, why=why)
     z, src, st, scan = found
     return Plan(job=plan_job(src, dst, st, z.shape, z.dtype, z.chunks, gpu, z.metadata.to_dict(), out_chunks, bins,
-                             window, edges_data, scan))
+                             window, edges_data, scan, out_inner))
 
 
 def gpu_blocks(client) -> bool:

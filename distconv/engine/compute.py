@@ -78,7 +78,11 @@ def rehearse_on_hosts(client, job) -> list:
         hosts.setdefault(info.get("host", address), address)
     futures = [client.submit(_rehearsed, job, key=f"distconv-kernels-{job.run}-{k}", workers=[address],
                              allow_other_workers=False, pure=False) for k, address in enumerate(hosts.values())]
-    return client.gather(futures)
+    try:
+        return client.gather(futures)
+    except BaseException:  # Ctrl-C: nothing of this run stays on a kept cluster
+        client.cancel(futures, force=True)
+        raise
 
 
 def _rehearsed(job):

@@ -65,12 +65,13 @@ class Job:
 
 
 def plan(src: str, dst: str, st: Stencil, shape, dtype, storage_chunks, gpu: bool, src_meta=None,
-         out_chunks=None, bins=(None, True), window=(), edges_data=False, scan=None) -> Job:
+         out_chunks=None, bins=(None, True), window=(), edges_data=False, scan=None, out_inner=None) -> Job:
     """The job of ``st`` (a fused stencil chain), then ``scan`` if any, from the Zarr array at
     ``src`` (``shape``, ``dtype``, ``storage_chunks``; ``src_meta``: its metadata document, so
     its shards can be read directly) to a new sharded array at ``dst`` in the result dtype:
     blocks of ~1 GiB on GPUs, 64 MiB on CPUs, made of whole output shards (``out_chunks``, else
-    the input's chunks grown to SHARD_MIN_BYTES). ``window``: ((start, stop), ...) of the input
+    the input's chunks grown to SHARD_MIN_BYTES; ``out_inner``: their inner chunks, else the
+    engine's: shards.inner_shape). ``window``: ((start, stop), ...) of the input
     (a region), ``edges_data``: its halos read the data around it. ``bins``: (kernel edges,
     uniform) to count a histogram of the result in the same pass."""
     from .storage import CPU_CHUNK_BYTES, GPU_CHUNK_BYTES
@@ -80,7 +81,8 @@ def plan(src: str, dst: str, st: Stencil, shape, dtype, storage_chunks, gpu: boo
     out_dtype = scan.dtype if scan is not None else st.result_dtype(dtype)  # output= may change it
     itemsize = out_dtype.itemsize
     shard = tuple(out_chunks or shard_shape(storage_chunks, out_shape, itemsize))
-    layout = shards.Layout(out_shape, shard, shards.inner_shape(shard, itemsize), out_dtype.str)
+    inner = tuple(out_inner) if out_inner else shards.inner_shape(shard, itemsize)
+    layout = shards.Layout(out_shape, shard, inner, out_dtype.str)
     row_bytes = max(itemsize, np.dtype(dtype).itemsize) * math.prod(shape[1:])  # whole input rows are read
     target = GPU_CHUNK_BYTES if gpu else cpu_block_bytes(out_shape[0] * row_bytes, CPU_CHUNK_BYTES)
     rows = plan_rows(out_shape[0], shard[0], row_bytes, target, st.depth[0])

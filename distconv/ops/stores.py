@@ -228,16 +228,12 @@ def _array(data, path: str, client, claim: ownership.Claim, attrs: dict, dims, p
     t0 = time.perf_counter()
     client = _client(client)
     shards = None if layout is None else layout.shards or layout.chunks
-    plan = chain.plan_write(data, path, chain.gpu_blocks(client), out_chunks=shards)
+    inner = None if layout is None or layout.shards is None else layout.chunks  # a sharded group's
+    plan = chain.plan_write(data, path, chain.gpu_blocks(client), out_chunks=shards, out_inner=inner)
     if plan.job is None and checks.array_kind(data) != "dask":  # a numpy or cupy array: dask writes it whole
         import dask.array as da
 
         plan = chain.Plan(data=da.from_array(data, chunks=data.shape or ()), why=plan.why)
-    if plan.job is not None and layout is not None and layout.shards is not None:  # the group's inner chunks
-        plan = dataclasses.replace(plan, job=dataclasses.replace(
-            plan.job, layout=dataclasses.replace(plan.job.layout, inner=layout.chunks)))
-    # dask's writes into the group's sharded layout: blocks of whole shards of its inner chunks
-    inner = layout.chunks if plan.job is None and layout is not None and layout.shards is not None else None
     try:
         shown = engine.Progress(label=f"distconv: {path}") if progress else None
         results = engine.write(plan, path, claim, client, attrs, dims, storage_chunks=shards, progress=shown,

@@ -119,6 +119,10 @@ def test_distconv_run_builds_a_fresh_node_s_kernels_beside_its_cluster_and_says_
         else:  # not a fresh node any more: no rehearsal of its own, the job looked up on the host
             assert "kernel_builds" not in summary and binaries == files
     assert len(lines[0]) == 1 and "built" in lines[0][0] and lines[1] == [], lines
+    import scipy.ndimage as ndi
+
+    np.testing.assert_allclose(zarr.open_array(str(tmp_path / "out.zarr"), mode="r")[...],
+                               ndi.gaussian_filter(z[...], 2.0), rtol=1e-5, atol=1e-5)
 
 
 def test_the_python_face_rehearses_once_a_host_before_its_blocks(tmp_path):
