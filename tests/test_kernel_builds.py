@@ -40,3 +40,23 @@ def test_the_message_says_what_was_built_once():
     assert builds.message(None) is None and builds.message({"built": 0, "seconds": 0.4}) is None
     line = builds.message({"built": 6, "seconds": 4.52})
     assert "built 6 GPU kernels" in line and "4.5 s" in line and "later runs skip this" in line
+
+
+def test_the_kernel_log_says_which_process_loaded_which_kernel(tmp_path, monkeypatch):
+    """DISTCONV_KERNEL_LOG: a tab-separated line a kernel loaded (pid, process, seconds,
+    pattern, name expression); unset, nothing is written."""
+    import os
+
+    from distconv.backends.cuda import loader
+
+    log = tmp_path / "kernels.log"
+    monkeypatch.delenv("DISTCONV_KERNEL_LOG", raising=False)
+    loader._log_load("convolve", "distconv_separable2d<float, 17, 17, 1, 1, -1, float>", 0.25)
+    assert not log.exists()
+    monkeypatch.setenv("DISTCONV_KERNEL_LOG", str(log))
+    loader._log_load("convolve", "distconv_separable2d<float, 17, 17, 1, 1, -1, float>", 0.25)
+    loader._log_load("zstd", "distconv_pack_frames", 0.001)
+    rows = [ln.split("\t") for ln in log.read_text().splitlines()]
+    assert rows == [[str(os.getpid()), "MainProcess", "0.250", "convolve",
+                     "distconv_separable2d<float, 17, 17, 1, 1, -1, float>"],
+                    [str(os.getpid()), "MainProcess", "0.001", "zstd", "distconv_pack_frames"]]
