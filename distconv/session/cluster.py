@@ -118,6 +118,23 @@ def _register_warmup(cfg: dict, client=None):
         pass
 
 
+# The longest cluster() waits for a running scheduler's workers to end their warm-up: a fixed
+# bound, not the config's `timeout` (10 s by default, for the connect), since a warm-up takes
+# seconds (2 x H100: the first job's probe and first task came 7.5 s after the connect, NOTES.md)
+# and a slow node should still get its head start; a warm-up stuck past it delays the run by
+# this much at most, and the job pays what is left, as it did before the wait.
+WARMUP_WAIT_S = 30.0
+
+
+def _wait_warmup(client):
+    """Before the first job, wait for the workers' warm-up that _register_warmup asked for, so
+    the job's probe and tasks do not arrive while it holds their GIL and event loop (where
+    `distconv run` registered it beside its check, most of it is over by now)."""
+    from ..engine import prewarm
+
+    prewarm.wait(client, WARMUP_WAIT_S)
+
+
 @functools.cache
 def _start_server(kind: str):
     """Once per process (and kind): the forkserver, with the worker imports preloaded."""
@@ -258,6 +275,7 @@ def cluster(config=None, *, quiet: bool = False):
             raise ClusterConfigError(f"cannot reach the scheduler at {cfg['address']!r}: {e}") from None
         owned = None
         _register_warmup(cfg, client)  # idempotent: done already if `distconv run` asked beside its check
+        _wait_warmup(client)
     elif running:
         client = Client(running, timeout=cfg["timeout"])
         owned = None
