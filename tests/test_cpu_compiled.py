@@ -349,3 +349,50 @@ def test_kernels_release_the_gil_and_threads_agree(compiled_only, rng):
         t.join()
     for b, r in zip(blocks, results):
         _same(r, ndi.gaussian_filter(b, 2.0))
+
+
+@pytest.fixture
+def banded(monkeypatch):
+    """Every block of more than a few outputs splits into bands over a pool of 3 threads."""
+    import concurrent.futures
+
+    pool = concurrent.futures.ThreadPoolExecutor(3)
+    monkeypatch.setattr(compiled, "BAND_MIN_OUTPUTS", 8)
+    monkeypatch.setattr(compiled, "_pool", lambda: pool)
+    yield pool
+    pool.shutdown()
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("ndim", [1, 2, 3])
+def test_a_block_split_into_bands_over_threads_equals_scipy(compiled_only, banded, rng, mode, ndim):
+    """A block's rows (a 3-D block's planes) in bands on threads of their own: scipy's numbers
+    bit for bit, the bands' edges included, for the correlate and a rank filter."""
+    shape = {1: (97,), 2: (23, 31), 3: (7, 9, 11)}[ndim]
+    x = _data(rng, shape, np.float32)
+    w = rng.standard_normal((3,) * ndim)
+    origin = [_origin(rng, 3) for _ in range(ndim)]
+    kw = {"mode": mode, "cval": 1.5, "origin": origin}
+    _same(dc.correlate(x, w, **kw), ndi.correlate(x, w, **kw))
+    _same(dc.median_filter(x, size=3, **kw), ndi.median_filter(x, size=3, **kw))
+
+
+def test_the_band_threads_are_a_dask_worker_s_own_or_the_cores(monkeypatch):
+    """Outside a worker the pool has the process's cores; bands are C-contiguous views that
+    cover the output once, along planes for 3-D blocks and rows for one plane."""
+    compiled._pool.cache_clear()
+    try:
+        import os
+
+        assert compiled._pool()._max_workers == len(os.sched_getaffinity(0))
+    finally:
+        compiled._pool.cache_clear()
+    seen = []
+    monkeypatch.setattr(compiled, "BAND_MIN_OUTPUTS", 1)
+    for shape in ((1, 10, 4), (5, 3, 4)):
+        out = np.zeros(shape)
+        seen.clear()
+        compiled._banded(lambda o, axis, start: seen.append((o.flags.c_contiguous, axis, start, o.shape)), out)
+        axis = 0 if shape[0] > 1 else 1
+        assert all(c and a == axis for c, a, _, _ in seen)
+        assert sum(s[axis] for *_, s in seen) == shape[axis] and seen[0][2] == 0

@@ -1,7 +1,8 @@
 """The compiled CPU path of the numpy backend: scipy.ndimage's numbers for the linear filters
 (N-D correlate, the separable 1-D passes) and the picking filters (min/max passes, rank
-filters over a footprint) from numba kernels (_kernels.py), one GIL release per block and SIMD
-over the contiguous last axis. convolve.py and rank.py call here where ``reason()`` allows.
+filters over a footprint) from numba kernels (_kernels.py), one GIL release per band of a block
+(the N-D kernels split a big block over the process's threads: _banded) and SIMD over the
+contiguous last axis. convolve.py and rank.py call here where ``reason()`` allows.
 
 Why: scipy's filters run one scalar loop per output element (~0.13 GB/s a core for a 5 x 5
 correlate), and numpy ufuncs over shifted slices take the GIL ~50 times a band, so they lose
@@ -109,6 +110,51 @@ def _kernels():
     return _kernels
 
 
+# ---- one block over the process's threads -------------------------------------------------------
+# A block's output splits into bands of rows (planes for 3-D blocks), each a kernel call of its
+# own on a thread of the process's pool (the kernels release the GIL): a worker running fewer
+# blocks than it has threads (a zarr input of a few big chunk rows) still uses them all; a
+# band's outputs are the same numbers, computed the same way. Bands of at least this many outputs:
+BAND_MIN_OUTPUTS = 1 << 20
+
+
+@lru_cache(maxsize=1)
+def _pool():
+    """The process's band threads: a dask worker's own thread count (its blocks share them, so
+    the cores it was given are not oversubscribed), else the process's cores."""
+    import concurrent.futures
+    import os
+
+    try:
+        from distributed import get_worker
+
+        n = get_worker().state.nthreads
+    except (ImportError, ValueError, AttributeError):
+        n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return concurrent.futures.ThreadPoolExecutor(max(1, n), thread_name_prefix="distconv-band")
+
+
+def _banded(call, out3: np.ndarray):
+    """``call(out_band, axis, start)`` over bands of the 3-D C-contiguous ``out3`` along axis 0
+    (planes) or, with one plane, axis 1 (rows): each band a C-contiguous view, ``start`` its
+    first index along ``axis`` (the caller shifts its halo offset by it)."""
+    axis = 0 if out3.shape[0] > 1 else 1
+    n = out3.shape[axis]
+    bands = min(_pool()._max_workers, n, out3.size // BAND_MIN_OUTPUTS)
+    if bands <= 1:
+        call(out3, axis, 0)
+        return
+    edges = [n * i // bands for i in range(bands + 1)]
+    views = [out3[a:b] if axis == 0 else out3[:, a:b] for a, b in zip(edges[:-1], edges[1:])]
+    for f in [_pool().submit(call, v, axis, a) for v, a in zip(views, edges[:-1])]:
+        f.result()
+
+
+def _shifted(lo: list, axis: int, start: int) -> list:
+    """The halo offsets ``lo`` of a band that starts ``start`` outputs along ``axis``."""
+    return [v + start if a == axis else v for a, v in enumerate(lo)]
+
+
 # ---- arguments in the kernels' terms ---------------------------------------------------------
 
 def _as3(a: np.ndarray) -> np.ndarray:
@@ -163,10 +209,11 @@ def correlate(ext: np.ndarray, weights: np.ndarray, mode: str, cval: float, orig
     w = np.asarray(weights, dtype=np.float64)
     keep = np.abs(w) > EPS  # scipy's taps (a NaN tap drops out)
     out = _result(shape, dt)
-    _kernels().correlate_nd(_as3(_native(ext, NATIVE_LINEAR)), *_taps(np.nonzero(keep), w.ndim),
-                            np.ascontiguousarray(w[keep]), *_pad3(h[0] for h in halo),
-                            *_pad3(k // 2 + o for k, o in zip(w.shape, origin)), MODES[mode], float(cval),
-                            _as3(out), _out_code(dt))
+    e3, taps, tw = _as3(_native(ext, NATIVE_LINEAR)), _taps(np.nonzero(keep), w.ndim), np.ascontiguousarray(w[keep])
+    lo, c = _pad3(h[0] for h in halo), _pad3(k // 2 + o for k, o in zip(w.shape, origin))
+    k = _kernels()
+    _banded(lambda o, axis, start: k.correlate_nd(e3, *taps, tw, *_shifted(lo, axis, start), *c, MODES[mode],
+                                                  float(cval), o, _out_code(dt)), _as3(out))
     return _narrow(out, dt)
 
 
@@ -261,9 +308,10 @@ def rank(ext: np.ndarray, footprint: np.ndarray, rank: int, mode: str, cval: flo
     e3 = _as3(_native(ext, NATIVE_PICK))
     out = np.empty(tuple(shape), e3.dtype)
     strip = max(16, min(1024, STRIP_BYTES // (n * e3.itemsize)) // 16 * 16)
-    _kernels().rank_nd(e3, *_taps(idx, fp.ndim), *_pad3(h[0] for h in halo),
-                       *_pad3(k // 2 + o for k, o in zip(fp.shape, origin)), MODES[mode],
-                       _value(cval, ext.dtype, e3.dtype), network(n, int(rank)), int(rank), strip, _as3(out))
+    taps, lo, c = _taps(idx, fp.ndim), _pad3(h[0] for h in halo), _pad3(k // 2 + o for k, o in zip(fp.shape, origin))
+    value, net, kern = _value(cval, ext.dtype, e3.dtype), network(n, int(rank)), _kernels()
+    _banded(lambda o, axis, start: kern.rank_nd(e3, *taps, *_shifted(lo, axis, start), *c, MODES[mode], value, net,
+                                                int(rank), strip, o), _as3(out))
     return _narrow(out, ext.dtype)
 
 
