@@ -84,11 +84,9 @@ __device__ __forceinline__ void dc_store_run(T *o, const T (&v)[4], i64 x, i64 o
 //   TW = BX*PX columns of one output plane z; thread (tx, ty) computes the PY x PX outputs at
 //   rows ty*PY.., columns tx*PX.. (blockIdx.x: column tiles, blockIdx.y: row tiles with a
 //   grid-stride loop, blockIdx.z: planes with a grid-stride loop).
-//   A block takes about DC_TILED_RUN row tiles (the launcher's grid): each step's input is
-//   staged (asynchronous copies where the GPU has them) while the step before computes.
-// Shared memory (dynamic): two buffers, each one input plane of the tile with its halo, SH =
-//   TH+KH-1 rows by SWP = (BX-1)*PX + WN columns (WN = PX+KW-1 rounded up to a 16-byte vector),
-//   T each. Each mask plane kz restages the tile (3-D masks reread planes from L2, not DRAM).
+// Shared memory (dynamic): one input plane of the tile with its halo, SH = TH+KH-1 rows by
+//   SWP = (BX-1)*PX + WN columns (WN = PX+KW-1 rounded up to a 16-byte vector), T each. Each
+//   mask plane kz restages the tile (3-D masks reread planes from L2, not DRAM, in practice).
 //   Rows are read as 16-byte vectors: a warp reads 512 contiguous bytes, conflict-free.
 // Registers: PY*PX accumulators and a WN-wide window reused across PX outputs and PY rows.
 // Mask: constant memory (CMASK, slot) or global memory (wg) when it does not fit.
@@ -107,9 +105,6 @@ __device__ __forceinline__ void dc_store_run(T *o, const T (&v)[4], i64 x, i64 o
 #define DC_TILED_BLOCKS_MID 3
 #endif
 #define DC_TILED_BLOCKS_WIDE 2
-#ifndef DC_TILED_RUN
-#define DC_TILED_RUN 4  // row tiles a block takes: the first tile's staging is the one not hidden
-#endif
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #define DC_TILED_PRE_HOPPER 1  // (a #if, never both values in one compile: the loader reads one;
                                // the sliding kernel's steps read it too)
@@ -143,58 +138,38 @@ distconv_correlate_tiled(const __grid_constant__ DcTile src, T *__restrict__ out
     const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * BX + tx;
     const i64 nty = (oH + TH - 1) / TH;
     const i64 x0 = (i64)blockIdx.x * TW;
-    constexpr int UNROLL = KW > 24 ? 1 : DC_STAGE_UNROLL;  // (the widest masks leave no registers
-                                                          // for a second copy in flight per step)
-    // The block's steps, in order: its planes z, their row tiles tyb (both grid-stride), each
-    // tile's KD mask planes kz. Step i+1 is staged into the other buffer while step i computes.
-    i64 z = blockIdx.z, tyb = blockIdx.y;
-    int kz = 0, buf = 0;
-    if (z >= oD || tyb >= nty) return;
-    dc_stage<T, SH, SWP, BX * BY, UNROLL, false>(s, src, z + offD, tyb * TH + offH, x0 + offW, mode, cval, tid);
-    T acc[PY][PX];
-#pragma unroll
-    for (int a = 0; a < PY; ++a)
-#pragma unroll
-        for (int b = 0; b < PX; ++b) acc[a][b] = T(0);
-    for (;;) {
-        i64 nz = z, ntyb = tyb;
-        int nkz = kz + 1;
-        if (nkz == KD) {
-            nkz = 0;
-            ntyb += gridDim.y;
-            if (ntyb >= nty) {
-                ntyb = blockIdx.y;
-                nz += gridDim.z;
-            }
-        }
-        const bool more = nz < oD;
-        dc_cp_async_wait_all();
-        __syncthreads();  // this step staged; every thread is done with the other buffer
-        if (more)
-            dc_stage<T, SH, SWP, BX * BY, UNROLL, false>(s + (buf ^ 1) * SH * SWP, src, nz + nkz + offD,
-                                                         ntyb * TH + offH, x0 + offW, mode, cval, tid);
-        const int wbase = kz * KH * KW;
-        const T *wk = CMASK ? wg : wg + wbase;  // (a global mask: one base per plane)
-        dc_correlate_rows<PY, PX, KH, KW, WN>(acc, s + buf * SH * SWP + ty * PY * SWP + tx * PX, SWP, [&](int i) {
-            return dc_weight<T, CMASK>(slot, wk, CMASK ? wbase + i : i);
-        });
-        if (kz == KD - 1) {
-            // store: vectors when the row is aligned and the thread's run is complete
+
+    for (i64 z = blockIdx.z; z < oD; z += gridDim.z) {
+        for (i64 tyb = blockIdx.y; tyb < nty; tyb += gridDim.y) {
             const i64 y0 = tyb * TH;
+            T acc[PY][PX];
+#pragma unroll
+            for (int a = 0; a < PY; ++a)
+#pragma unroll
+                for (int b = 0; b < PX; ++b) acc[a][b] = T(0);
+
+            for (int kz = 0; kz < KD; ++kz) {
+                const i64 iz = z + kz + offD, iy0 = y0 + offH, ix0 = x0 + offW;
+                // (the widest masks leave no registers for a second copy in flight per step)
+                dc_stage<T, SH, SWP, BX * BY, (KW > 24 ? 1 : DC_STAGE_UNROLL)>(s, src, iz, iy0, ix0, mode, cval, tid);
+                __syncthreads();
+                const int wbase = kz * KH * KW;
+                const T *wk = CMASK ? wg : wg + wbase;  // (a global mask: one base per plane)
+                dc_correlate_rows<PY, PX, KH, KW, WN>(acc, s + ty * PY * SWP + tx * PX, SWP, [&](int i) {
+                    return dc_weight<T, CMASK>(slot, wk, CMASK ? wbase + i : i);
+                });
+                __syncthreads();
+            }
+            // store: vectors when the row is aligned and the thread's run is complete
 #pragma unroll
             for (int py = 0; py < PY; ++py) {
                 const i64 y = y0 + ty * PY + py;
-                if (y < oH) {
-                    const i64 x = x0 + tx * PX;
-                    dc_store_run(out + (z * oH + y) * oW + x, acc[py], x, oW,
-                                 reinterpret_cast<unsigned long long>(out) % 16 == 0);
-                }
-#pragma unroll
-                for (int b = 0; b < PX; ++b) acc[py][b] = T(0);
+                if (y >= oH) continue;
+                const i64 x = x0 + tx * PX;
+                dc_store_run(out + (z * oH + y) * oW + x, acc[py], x, oW,
+                             reinterpret_cast<unsigned long long>(out) % 16 == 0);
             }
         }
-        if (!more) break;
-        z = nz, tyb = ntyb, kz = nkz, buf ^= 1;
     }
 }
 

@@ -18,7 +18,6 @@ from .tile import as_dtype, axis_groups, dc_tile, group_sizes
 from .types import ctype, scalar, taps
 
 MAX_TILED = loader.define("DC_TILED_MAX")  # the register-tiled kernel unrolls mask rows/columns up to this
-TILED_RUN = loader.define("DC_TILED_RUN")  # ... and a block of it takes about this many row tiles
 
 
 def compute_dtype(dtype, out=None) -> np.dtype:
@@ -286,9 +285,8 @@ def launch(src, out, out3, offs, mask3: np.ndarray, mode: int, cval: float):
     tail = (np.int32(mode), scalar(cval, T))
     if KH <= MAX_TILED and KW <= MAX_TILED:
         BX, BY, PX, PY = tiled_shape(T, KH, KW, oH)
-        smem = 2 * _plane_bytes(T, KH, KW, BX, BY, PX, PY)  # a step computes while the next is staged
-        row_tiles = -(-oH // (BY * PY))
-        grid = (-(-oW // (BX * PX)), min(-(-row_tiles // TILED_RUN), GRID_YZ), min(oD, GRID_YZ))
+        smem = _plane_bytes(T, KH, KW, BX, BY, PX, PY)
+        grid = (-(-oW // (BX * PX)), min(-(-oH // (BY * PY)), GRID_YZ), min(oD, GRID_YZ))
         block = (BX, BY, 1)
         cmask = mask3.size <= mask_capacity(T)
         name = loader.template("distconv_correlate_tiled", ctype(T), KH, KW, BX, BY, PX, PY, cmask)
