@@ -396,3 +396,19 @@ def test_the_band_threads_are_a_dask_worker_s_own_or_the_cores(monkeypatch):
         axis = 0 if shape[0] > 1 else 1
         assert all(c and a == axis for c, a, _, _ in seen)
         assert sum(s[axis] for *_, s in seen) == shape[axis] and seen[0][2] == 0
+
+
+def test_the_workers_server_loads_the_common_kernels_before_it_forks():
+    """CPU clusters' workers fork from a server that imported preload.py: numba's kernels are
+    loaded there for float32 and float64 (the blocks find them), and the server imports it."""
+    import subprocess
+    import sys
+
+    from distconv.session import cluster
+
+    assert "distconv.backends.numpy.preload" in cluster.CPU_WORKER_IMPORTS
+    code = ("import distconv.backends.numpy.preload\nfrom distconv.backends.numpy import _kernels as k\n"
+            "print(len(k.correlate_nd.signatures), len(k.pass_last.signatures), len(k.rank_nd.signatures))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert [int(n) for n in res.stdout.split()] >= [2, 2, 2], res.stdout

@@ -70,6 +70,7 @@ def make_cluster(cfg: dict):
 # first used in a worker, after the fork. Measured: NOTES.md, "Start-up".
 WORKER_IMPORTS = ("distributed", "dask.array", "zarr", "zarrs", "distconv.engine.job")
 GPU_WORKER_IMPORTS = ("dask_cuda", "cupy", "distconv.backends.cuda.zstd", "distconv.backends.cuda.transfer")
+CPU_WORKER_IMPORTS = ("distconv.backends.numpy.preload",)  # numba's kernels, loaded once
 START_METHOD_KEY = "distributed.worker.multiprocessing-method"
 
 
@@ -144,7 +145,7 @@ def _start_server(kind: str):
     import dask
 
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(list(WORKER_IMPORTS + (GPU_WORKER_IMPORTS if kind == "cuda" else ())))
+    ctx.set_forkserver_preload(list(WORKER_IMPORTS + (GPU_WORKER_IMPORTS if kind == "cuda" else CPU_WORKER_IMPORTS)))
     # what a nanny sets before it spawns a worker must be in the server's environment to reach
     # workers forked from it (distributed's pre-spawn-environ: malloc trim, one BLAS thread)
     env = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))
