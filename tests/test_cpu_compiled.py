@@ -409,6 +409,6 @@ def test_the_workers_server_loads_the_common_kernels_before_it_forks():
     assert "distconv.backends.numpy.preload" in cluster.CPU_WORKER_IMPORTS
     code = ("import distconv.backends.numpy.preload\nfrom distconv.backends.numpy import _kernels as k\n"
             "print(len(k.correlate_nd.signatures), len(k.pass_last.signatures), len(k.rank_nd.signatures))")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    res = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
     assert [int(n) for n in res.stdout.split()] >= [2, 2, 2], res.stdout

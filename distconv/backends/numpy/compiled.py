@@ -38,6 +38,7 @@ combination compiles once per machine (cache on disk), ~1-2 s of CPU each.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 from functools import lru_cache
 
 import numpy as np
@@ -162,7 +163,7 @@ def _banded(call, out3: np.ndarray):
         call(out3, axis, 0)
         return
     edges = [n * i // bands for i in range(bands + 1)]
-    views = [out3[a:b] if axis == 0 else out3[:, a:b] for a, b in zip(edges[:-1], edges[1:])]
+    views = [out3[a:b] if axis == 0 else out3[:, a:b] for a, b in itertools.pairwise(edges)]
     for f in [_pool().submit(call, v, axis, a) for v, a in zip(views, edges[:-1])]:
         f.result()
 
