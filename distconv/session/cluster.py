@@ -123,7 +123,8 @@ def _register_warmup(cfg: dict, client=None):
 # bound, not the config's `timeout` (10 s by default, for the connect), since a warm-up takes
 # seconds (2 x H100: the first job's probe and first task came 7.5 s after the connect, NOTES.md)
 # and a slow node should still get its head start; a warm-up stuck past it delays the run by
-# this much at most, and the job pays what is left, as it did before the wait.
+# this much at most (and 5 s for a worker that does not answer), and the job pays what is
+# left, as it did before the wait.
 WARMUP_WAIT_S = 30.0
 
 
@@ -275,8 +276,12 @@ def cluster(config=None, *, quiet: bool = False):
         except (OSError, TimeoutError) as e:
             raise ClusterConfigError(f"cannot reach the scheduler at {cfg['address']!r}: {e}") from None
         owned = None
-        _register_warmup(cfg, client)  # idempotent: done already if `distconv run` asked beside its check
-        _wait_warmup(client)
+        try:
+            _register_warmup(cfg, client)  # idempotent: done already if `distconv run` asked beside its check
+            _wait_warmup(client)
+        except BaseException:  # Ctrl-C while waiting: the client goes, the user's cluster stays
+            client.close()
+            raise
     elif running:
         client = Client(running, timeout=cfg["timeout"])
         owned = None

@@ -107,8 +107,11 @@ def _log_load(pattern: str, name_expression: str, seconds: float):
 
         line = "\t".join([str(os.getpid()), multiprocessing.current_process().name, f"{seconds:.3f}", pattern,
                           name_expression])
-        with open(path, "a") as f:  # one short write a line: the processes' lines do not mix
-            f.write(line + "\n")
+        try:
+            with open(path, "a") as f:  # one short write a line: the processes' lines do not mix
+                f.write(line + "\n")
+        except OSError:  # a diagnostic: a log that cannot be written never fails a block
+            pass
 
 
 def function(pattern: str, name_expression: str, shared_bytes: int = 0):

@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import os
+import threading
 from functools import lru_cache
 
 import numpy as np
@@ -136,35 +138,60 @@ def warm() -> bool:
 BAND_MIN_OUTPUTS = 1 << 20
 
 
-@lru_cache(maxsize=1)
-def _pool():
-    """The process's band threads: a dask worker's own thread count (its blocks share them, so
-    the cores it was given are not oversubscribed), else the process's cores."""
-    import concurrent.futures
-    import os
+_pool_lock = threading.Lock()
 
+
+@lru_cache(maxsize=1)
+def _threads() -> int:
+    """Band threads of this process: a dask worker's own thread count (its blocks share them, so
+    the cores it was given are not oversubscribed; in-process workers share one process's
+    count, the first to ask's), else the process's cores."""
     try:
         from distributed import get_worker
 
-        n = get_worker().state.nthreads
+        return max(1, get_worker().state.nthreads)
     except (ImportError, ValueError, AttributeError):
-        n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return concurrent.futures.ThreadPoolExecutor(max(1, n), thread_name_prefix="distconv-band")
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+@lru_cache(maxsize=1)
+def _pool():
+    """The process's band threads (made on first use, under a lock)."""
+    import concurrent.futures
+
+    return concurrent.futures.ThreadPoolExecutor(_threads(), thread_name_prefix="distconv-band")
+
+
+def _forget_pool():
+    """In a forked child (a CPU worker forked from the server that ran warm()): its own count
+    and pool, not the server's."""
+    _threads.cache_clear()
+    _pool.cache_clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _banded(call, out3: np.ndarray):
-    """``call(out_band, axis, start)`` over bands of the 3-D C-contiguous ``out3`` along axis 0
-    (planes) or, with one plane, axis 1 (rows): each band a C-contiguous view, ``start`` its
-    first index along ``axis`` (the caller shifts its halo offset by it)."""
-    axis = 0 if out3.shape[0] > 1 else 1
+    """``call(out_band, axis, start)`` over bands of the 3-D C-contiguous ``out3`` along its
+    first axis longer than one (planes, rows, or a 1-D block's values): each band a
+    C-contiguous view, ``start`` its first index along ``axis`` (the caller shifts its halo
+    offset by it)."""
+    axis = next((a for a in range(3) if out3.shape[a] > 1), 2)
     n = out3.shape[axis]
-    bands = min(_pool()._max_workers, n, out3.size // BAND_MIN_OUTPUTS)
+    bands = min(n, out3.size // BAND_MIN_OUTPUTS)
+    if bands > 1:
+        bands = min(bands, _threads())
     if bands <= 1:
         call(out3, axis, 0)
         return
+    with _pool_lock:
+        pool = _pool()
     edges = [n * i // bands for i in range(bands + 1)]
-    views = [out3[a:b] if axis == 0 else out3[:, a:b] for a, b in itertools.pairwise(edges)]
-    for f in [_pool().submit(call, v, axis, a) for v, a in zip(views, edges[:-1])]:
+    index = [slice(None)] * axis
+    views = [out3[(*index, slice(a, b))] for a, b in itertools.pairwise(edges)]
+    for f in [pool.submit(call, v, axis, a) for v, a in zip(views, edges[:-1])]:
         f.result()
 
 
