@@ -420,8 +420,18 @@ def test_the_workers_server_loads_the_common_kernels_before_it_forks():
     from distconv.session import cluster
 
     assert "distconv.backends.numpy.preload" in cluster.CPU_WORKER_IMPORTS
+    compiled.correlate(np.zeros((8, 8), np.float32), np.ones((3, 3)), "reflect", 0.0, (0, 0), ((1, 1), (1, 1)),
+                       (6, 6), np.float32)  # (on a fresh clone: numba's cache holds a kernel now)
+    assert compiled._cached()
     code = ("import distconv.backends.numpy.preload\nfrom distconv.backends.numpy import _kernels as k\n"
             "print(len(k.correlate_nd.signatures), len(k.pass_last.signatures), len(k.rank_nd.signatures))")
     res = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
     assert all(int(n) >= 2 for n in res.stdout.split()), res.stdout
+
+
+def test_a_machine_without_the_kernels_cached_does_not_compile_them_all_first(monkeypatch):
+    """A fresh machine's server loads nothing (all of them would take ~15 s before a small
+    first job); its blocks compile what they use."""
+    monkeypatch.setattr(compiled, "_cached", lambda: False)
+    assert compiled.warm() is False
