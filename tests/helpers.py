@@ -97,3 +97,44 @@ def leave_block_marks(out, names):
     (Path(out) / ownership.BLOCKS).mkdir(exist_ok=True)
     for name in names:
         ownership.block_mark(str(out), name, token).touch()
+
+
+def hand_started(tmp_path, workers: int, *worker_args: str):
+    """A `dask scheduler` and ``workers`` `dask worker` processes on 127.0.0.1, started by hand
+    as a multi-node user starts them (one thread, 2 GB each; ``worker_args`` added): a context
+    manager that yields the scheduler's address once the workers joined, and stops them all."""
+    import contextlib
+    import json
+    import subprocess
+    import sys
+    import time
+
+    @contextlib.contextmanager
+    def started():
+        sfile = tmp_path / "scheduler.json"
+        procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                   "--port", "0", "--dashboard-address", "127.0.0.1:0", "--scheduler-file",
+                                   str(sfile)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)]
+        try:
+            deadline = time.time() + 60
+            while not sfile.exists() and time.time() < deadline:
+                time.sleep(0.2)
+            assert sfile.exists(), "the scheduler did not start"
+            for _ in range(workers):
+                procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
+                                               str(sfile), "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard",
+                                               "--memory-limit", "2GB", *worker_args],
+                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path))
+            address = json.loads(sfile.read_text())["address"]
+            from distributed import Client
+
+            with Client(address, timeout="30s") as c:
+                c.wait_for_workers(workers, timeout=60)
+            yield address
+        finally:
+            for p in procs[::-1]:
+                p.terminate()
+            for p in procs:
+                p.wait(timeout=30)
+
+    return started()

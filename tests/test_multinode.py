@@ -5,42 +5,19 @@ the output checked against scipy."""
 import json
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 import scipy.ndimage as ndi
 import zarr
 
+from .helpers import hand_started
+
 
 @pytest.fixture
 def scheduler(tmp_path):
-    sfile = tmp_path / "scheduler.json"
-    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-                               "--port", "0", "--dashboard-address", "127.0.0.1:0",
-                               "--scheduler-file", str(sfile)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)]
-    try:
-        deadline = time.time() + 60
-        while not sfile.exists() and time.time() < deadline:
-            time.sleep(0.2)
-        assert sfile.exists(), "the scheduler did not start"
-        for _ in range(2):
-            procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker",
-                                           "--scheduler-file", str(sfile), "--nthreads", "1",
-                                           "--host", "127.0.0.1", "--no-dashboard", "--memory-limit", "2GB"],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path))
-        address = json.loads(sfile.read_text())["address"]
-        from distributed import Client
-
-        with Client(address, timeout="30s") as c:
-            c.wait_for_workers(2, timeout=60)
+    with hand_started(tmp_path, 2) as address:
         yield address
-    finally:
-        for p in procs[::-1]:
-            p.terminate()
-        for p in procs:
-            p.wait(timeout=30)
 
 
 @pytest.mark.slow

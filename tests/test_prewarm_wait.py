@@ -1,9 +1,6 @@
 """The client's wait for its workers' warm-up (engine/prewarm.wait), on the CPU: the warm-up
 replaced by a sleep, on an in-process worker and on a hand-started one (`type: address`)."""
 
-import json
-import subprocess
-import sys
 import threading
 import time
 
@@ -11,6 +8,8 @@ import pytest
 from distributed import Client, LocalCluster
 
 from distconv.engine import prewarm
+
+from .helpers import hand_started
 
 
 @pytest.fixture
@@ -88,32 +87,10 @@ def dask_setup(worker):
 
 @pytest.fixture
 def scheduler(tmp_path):
-    """A `dask scheduler` and one `dask worker` started by hand, as in test_multinode.py."""
-    sfile = tmp_path / "scheduler.json"
+    """A `dask scheduler` and one `dask worker` started by hand, its warm-up slow."""
     (tmp_path / "slow_warmup.py").write_text(SLOW_WARMUP)
-    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-                               "--port", "0", "--dashboard-address", "127.0.0.1:0",
-                               "--scheduler-file", str(sfile)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)]
-    try:
-        deadline = time.time() + 60
-        while not sfile.exists() and time.time() < deadline:
-            time.sleep(0.2)
-        assert sfile.exists(), "the scheduler did not start"
-        procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker",
-                                       "--scheduler-file", str(sfile), "--nthreads", "1",
-                                       "--host", "127.0.0.1", "--no-dashboard", "--memory-limit", "2GB",
-                                       "--preload", str(tmp_path / "slow_warmup.py")],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path))
-        address = json.loads(sfile.read_text())["address"]
-        with Client(address, timeout="30s") as c:
-            c.wait_for_workers(1, timeout=60)
+    with hand_started(tmp_path, 1, "--preload", str(tmp_path / "slow_warmup.py")) as address:
         yield address
-    finally:
-        for p in procs[::-1]:
-            p.terminate()
-        for p in procs:
-            p.wait(timeout=30)
 
 
 def test_cluster_on_an_address_waits_for_its_workers_warm_up(scheduler):
