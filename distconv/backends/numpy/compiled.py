@@ -42,7 +42,6 @@ import itertools
 import os
 import threading
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 
@@ -115,32 +114,16 @@ def _kernels():
 
 
 def warm() -> bool:
-    """Import numba and load (from its disk cache; compile on a fresh machine) the kernels a
-    float32 or float64 block most often runs: the correlate, the separable passes, the rank
-    filter. A process that does this before it forks its workers (session.cluster's forkserver
-    for CPU clusters) spares each of them ~2-4 s at its first block (16-core node: numba's
-    import 1.9 s, a first call 4.4 s). False without numba, and on a machine whose numba cache
-    does not hold them yet: compiling them all takes ~15 s, which a small first job (the demo)
-    would wait for; its blocks compile what they use and fill the cache."""
-    if not _HAVE_NUMBA or not _cached():
+    """Import numba and the kernels' module (1.9 s on a 16-core node, ~0.65 s here) without
+    compiling or loading any kernel: a process that does this before it forks its workers
+    (session.cluster's forkserver for CPU clusters) spares each of them the import at its first
+    block. Calls are left to the blocks: a call compiles every type it is not cached for (all
+    of the common ones took 15 s here, and after one run had cached only some, 15 s in the
+    server before a cluster came up). False without numba."""
+    if not _HAVE_NUMBA:
         return False
-    halo, shape = ((1, 1), (1, 1)), (6, 6)
-    for dt in (np.float32, np.float64):
-        x = np.zeros((8, 8), dt)
-        correlate(x, np.ones((3, 3)), "reflect", 0.0, (0, 0), halo, shape, dt)
-        correlate_passes(x, [(0, np.ones(3), 0), (1, np.ones(3), 0)], "reflect", 0.0, halo, shape, dt)
-        rank(x, np.ones((3, 3), bool), 4, "reflect", 0.0, (0, 0), halo, shape)
+    _kernels()
     return True
-
-
-def _cached() -> bool:
-    """Does numba's disk cache hold compiled kernels of this machine (its index files beside
-    _kernels.py, or a NUMBA_CACHE_DIR the user set)?"""
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return True
-    spec = importlib.util.find_spec(f"{__package__}._kernels")
-    folder = Path(spec.origin).parent / "__pycache__"
-    return any(folder.glob("_kernels.correlate_nd-*.nbi"))
 
 
 # ---- one block over the process's threads -------------------------------------------------------

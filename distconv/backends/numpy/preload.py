@@ -1,10 +1,10 @@
-"""Imported by the process CPU workers fork from (session.cluster's forkserver): the compiled
-kernels loaded once there (compiled.warm) instead of in every worker at its first block; a
-machine without numba imports nothing more."""
+"""Imported by the process CPU workers fork from (session.cluster's forkserver): numba and the
+compiled kernels' module imported once there (compiled.warm) instead of in every worker at its
+first block; a machine without numba imports nothing more."""
 
 from .compiled import warm
 
 try:
     warm()
 except Exception:  # noqa: BLE001 - a head start only: a failure here must not stop the server
-    pass           # (multiprocessing's forkserver stops on an import's error); blocks compile as before
+    pass           # (multiprocessing's forkserver stops on an import's error); blocks import as before
