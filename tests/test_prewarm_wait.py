@@ -26,7 +26,7 @@ def client(fresh):
 
 
 def test_the_wait_returns_once_the_warm_up_has_ended(client, monkeypatch):
-    monkeypatch.setattr(prewarm, "warm", lambda: time.sleep(1.0))
+    monkeypatch.setattr(prewarm, "warm", lambda *imports: time.sleep(1.0))
     prewarm.register(client)
     assert not prewarm._ended.is_set()
     start = time.monotonic()
@@ -44,7 +44,7 @@ def test_a_worker_without_a_warm_up_answers_at_once(client):
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_warm_up_that_raises_still_ends_the_wait(client, monkeypatch):
-    def fails():
+    def fails(*imports):
         time.sleep(0.3)
         raise RuntimeError("no GPU after all")
 
@@ -55,9 +55,25 @@ def test_a_warm_up_that_raises_still_ends_the_wait(client, monkeypatch):
     assert prewarm._ended.is_set() and time.monotonic() - start < 5
 
 
+def test_the_plugin_hands_its_workers_the_modules_to_import_first(client, monkeypatch):
+    """What distconv's own workers import before they fork, a hand-started worker imports in
+    its warm-up: the plugin carries the names, warm imports them (an unknown one is skipped)."""
+    import sys
+
+    got = []
+    monkeypatch.setattr(prewarm, "warm", lambda *imports: got.append(imports))
+    prewarm.register(client, ("json",), ("gpu.only",), ("cpu.only",))
+    prewarm.wait(client, 10)
+    assert got == [(("json",), ("gpu.only",), ("cpu.only",))]
+    sys.modules.pop("colorsys", None)
+    monkeypatch.undo()
+    prewarm.warm(("colorsys", "no_such_module_here"))
+    assert "colorsys" in sys.modules
+
+
 def test_the_wait_is_bounded(client, monkeypatch):
     release = threading.Event()
-    monkeypatch.setattr(prewarm, "warm", lambda: release.wait(30))
+    monkeypatch.setattr(prewarm, "warm", lambda *imports: release.wait(30))
     prewarm.register(client)
     try:
         start = time.monotonic()
@@ -81,7 +97,7 @@ import time
 from distconv.engine import prewarm
 
 def dask_setup(worker):
-    prewarm.warm = lambda: time.sleep(1.5)
+    prewarm.warm = lambda *imports: time.sleep(1.5)
 """
 
 
@@ -103,3 +119,7 @@ def test_cluster_on_an_address_waits_for_its_workers_warm_up(scheduler):
 
     with dc.cluster({"type": "address", "address": scheduler}, quiet=True) as client:
         assert list(client.run(ended).values()) == [True]  # not while its 1.5 s were running
+        # the scheduler loaded the job placement's plugin as the client connected (a scheduler
+        # started by hand imports distconv's engine for it: that was inside the first job)
+        plugins = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.plugins))
+        assert "distconv-loose-restrictions" in plugins

@@ -31,15 +31,23 @@ class LooseRestrictions(SchedulerPlugin):
                 ts.worker_restrictions = set()
 
 
-def workers(client) -> list | None:
-    """The addresses among which a job's blocks are placed (None: no cluster), with
-    LooseRestrictions registered on the scheduler. A scheduler that cannot load distconv (a
-    cluster it did not start) keeps distributed's own behaviour."""
-    if client is None:
-        return None
+def register(client):
+    """LooseRestrictions registered on ``client``'s scheduler (idempotent: once a scheduler). A
+    scheduler started by hand imports distconv's engine to load it (0.67 s on a 2-core box,
+    seconds where dask.array imports slowly): session.cluster asks for it as it connects, beside
+    `distconv run`'s check, instead of inside the first job. A scheduler that cannot load
+    distconv (a cluster it did not start) keeps distributed's own behaviour."""
     try:
         client.register_plugin(LooseRestrictions())
     except Exception as e:  # noqa: BLE001 - the placement still works; only the rescue is missing
         logging.getLogger(__name__).warning("the scheduler did not take distconv's LooseRestrictions (%s): a "
                                             "block whose worker dies waits for a worker of its address", e)
+
+
+def workers(client) -> list | None:
+    """The addresses among which a job's blocks are placed (None: no cluster), with
+    LooseRestrictions registered on the scheduler."""
+    if client is None:
+        return None
+    register(client)
     return sorted(client.scheduler_info()["workers"])

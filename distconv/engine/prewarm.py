@@ -28,9 +28,10 @@ POLL_S = 0.02  # how often ``warmed`` looks whether the warm-up has ended
 _ended: threading.Event | None = None
 
 
-def dask_setup(worker):
+def dask_setup(worker, imports=(), gpu_imports=(), cpu_imports=()):
     """distributed's preload hook: start the warm-up beside the worker's own start, once a
-    process (a worker with both the preload and the plugin warms up once)."""
+    process (a worker with both the preload and the plugin warms up once); the modules to import
+    first, for a worker that did not fork from distconv's server (warm)."""
     global _ended
 
     if _ended is not None:
@@ -41,17 +42,17 @@ def dask_setup(worker):
         from .config import prewarm_enabled
 
         if prewarm_enabled():
-            threading.Thread(target=_warm_then_set, args=(ended,), name="distconv-prewarm",
-                             daemon=True).start()
+            threading.Thread(target=_warm_then_set, args=(ended, imports, gpu_imports, cpu_imports),
+                             name="distconv-prewarm", daemon=True).start()
             started = True
     finally:
         if not started:  # a waiting client must not wait for a warm-up that never runs
             ended.set()
 
 
-def _warm_then_set(ended: threading.Event):
+def _warm_then_set(ended: threading.Event, *imports):
     try:
-        warm()
+        warm(*imports)
     finally:
         ended.set()
 
@@ -94,18 +95,33 @@ class Warmup(WorkerPlugin):
     name = PLUGIN
     idempotent = True
 
+    def __init__(self, imports=(), gpu_imports=(), cpu_imports=()):
+        self.imports = (tuple(imports), tuple(gpu_imports), tuple(cpu_imports))
+
     def setup(self, worker):
-        dask_setup(worker)
+        dask_setup(worker, *self.imports)
 
 
-def register(client):
-    """Register the warm-up on ``client``'s cluster (once; a cluster that has it is left as it is)."""
-    client.register_plugin(Warmup(), name=PLUGIN)  # idempotent: the class says so
+def register(client, imports=(), gpu_imports=(), cpu_imports=()):
+    """Register the warm-up on ``client``'s cluster (once; a cluster that has it is left as it
+    is), its workers to import ``imports`` and their device's modules first (warm)."""
+    client.register_plugin(Warmup(imports, gpu_imports, cpu_imports), name=PLUGIN)  # idempotent: the class says so
 
 
-def warm():
-    """Page-lock the staging a GPU block uses and make nvCOMP's first calls; any failure is
-    left for the first block to meet (this is only a head start)."""
+def warm(imports=(), gpu_imports=(), cpu_imports=()):
+    """Import what a block needs (``imports``, then ``gpu_imports`` on a worker with a GPU, else
+    ``cpu_imports``: what distconv's own workers import before they fork, session.cluster), then
+    page-lock the staging a GPU block uses and make nvCOMP's first calls; any failure is left
+    for the first block to meet (this is only a head start)."""
+    import importlib
+
+    from ..backends.devices import gpu_count
+
+    for name in (*imports, *(gpu_imports if gpu_count() else cpu_imports)):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001, S112 - not installed here: the blocks say so if they need it
+            continue
     try:
         from ..backends.device import device
         from . import batches, config, job, shards  # noqa: F401 - job: what the first task unpickles

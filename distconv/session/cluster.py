@@ -103,18 +103,25 @@ def warm_workers(config=None) -> bool:
 
 
 def _register_warmup(cfg: dict, client=None):
-    """Register the workers' warm-up on the scheduler at ``cfg``'s address (through ``client``,
-    else a client of its own for the moment it takes); a scheduler that cannot be reached or
-    refuses it is reported by the run itself, or the blocks pay the warm-up as before."""
+    """Register the workers' warm-up and the job placement's plugin on the scheduler at
+    ``cfg``'s address (through ``client``, else a client of its own for the moment it takes); a
+    scheduler that cannot be reached or refuses them is reported by the run itself, or the first
+    job pays them as before."""
     try:
         from distributed import Client
 
-        from ..engine import prewarm
+        from ..engine import placement, prewarm
 
+        # hand-started workers import what distconv's own import before they fork; the
+        # scheduler loads the job's placement plugin now (it imports distconv's engine for it),
+        # not inside the first job
+        imports = (WORKER_IMPORTS, GPU_WORKER_IMPORTS, CPU_WORKER_IMPORTS)
         if client is not None:
-            return prewarm.register(client)
+            prewarm.register(client, *imports)  # (first: the workers warm while the scheduler loads)
+            return placement.register(client)
         with Client(cfg["address"], timeout=cfg["timeout"], security=_security(cfg)) as own:
-            prewarm.register(own)
+            prewarm.register(own, *imports)
+            placement.register(own)
     except Exception:  # noqa: BLE001 - a head start only
         pass
 
