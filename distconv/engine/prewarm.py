@@ -117,7 +117,8 @@ def warm(imports=(), gpu_imports=(), cpu_imports=()):
 
     from ..backends.devices import gpu_count
 
-    for name in (*imports, *(gpu_imports if gpu_count() else cpu_imports)):
+    device_imports = (gpu_imports if gpu_count() else cpu_imports) if gpu_imports or cpu_imports else ()
+    for name in (*imports, *device_imports):
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001, S112 - not installed here: the blocks say so if they need it
