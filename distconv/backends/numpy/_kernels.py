@@ -327,44 +327,65 @@ def _pair(plane, ra, rb, wm, sym, cval, o, cols):
         for j in range(cols):
             o[j] += v
 
+# _window: buf[:m] = row[off:off + m] with the mode where it leaves the row (cval where the mode
+# reads none): the middle as one contiguous copy, the ends element by element. Inlined.
+@njit(inline="always", **JIT)
+def _window(buf, row, off, m, mode, cval):
+    ln = row.shape[0]
+    a = min(max(-off, 0), m)
+    b = max(min(ln - off, m), a)
+    for q in range(a):
+        s = _src(q + off, ln, mode)
+        buf[q] = cval if s < 0 else row[s]
+    bq, rs = buf[a:b], row[a + off:b + off]
+    for q in range(b - a):
+        bq[q] = rs[q]
+    for q in range(b, m):
+        s = _src(q + off, ln, mode)
+        buf[q] = cval if s < 0 else row[s]
+
+
 # ---- min/max passes ---------------------------------------------------------------------
+# _pick: d[:n] = min (max) of itself and x[:n]; _pick_value: of itself and one value v;
+# inlined at numba's IR level, so each caller keeps a branch-free vectorized loop per case.
+@njit(inline="always", **JIT)
+def _pick(d, x, n, minimum):
+    if minimum:
+        for i in range(n):
+            v = x[i]
+            d[i] = v if v < d[i] else d[i]
+    else:
+        for i in range(n):
+            v = x[i]
+            d[i] = v if v > d[i] else d[i]
+
+
+@njit(inline="always", **JIT)
+def _pick_value(d, v, n, minimum):
+    if minimum:
+        for i in range(n):
+            d[i] = v if v < d[i] else d[i]
+    else:
+        for i in range(n):
+            d[i] = v if v > d[i] else d[i]
+
 # extremum_last: minimum/maximum_filter1d along the last axis of src (lines, L), in the
 # input's type (exact: the values picked are the input's, cval one of its values).
 # Loops: line -> its padded line buffer -> taps -> positions (innermost, contiguous,
 # vectorized min/max). Limits: C-contiguous; cost k per element (scipy's is ~2).
 @njit(**JIT)
 def extremum_last(src, k, c, lo, mode, cval, minimum, dst):
-    lines, ln = src.shape
+    lines = src.shape[0]
     n = dst.shape[1]
     m = n + k - 1
     buf = np.empty(m, src.dtype)
-    base = lo - c
-    a = min(max(-base, 0), m)
-    b = max(min(ln - base, m), a)
     for p in range(lines):
-        row = src[p]
-        for q in range(a):
-            s = _src(base + q, ln, mode)
-            buf[q] = cval if s < 0 else row[s]
-        bq, rs = buf[a:b], row[a + base:b + base]
-        for q in range(b - a):
-            bq[q] = rs[q]
-        for q in range(b, m):
-            s = _src(base + q, ln, mode)
-            buf[q] = cval if s < 0 else row[s]
+        _window(buf, src[p], lo - c, m, mode, cval)
         d = dst[p]
         for i in range(n):
             d[i] = buf[i]
         for t in range(1, k):
-            bt = buf[t:t + n]
-            if minimum:
-                for i in range(n):
-                    v = bt[i]
-                    d[i] = v if v < d[i] else d[i]
-            else:
-                for i in range(n):
-                    v = bt[i]
-                    d[i] = v if v > d[i] else d[i]
+            _pick(d, buf[t:t + n], n, minimum)
 
 # extremum_mid: the same along the middle axis of src (slabs, L, cols).
 # Loops: slab -> output position -> taps (source rows, or cval) -> columns (innermost,
@@ -387,22 +408,9 @@ def extremum_mid(src, k, c, lo, mode, cval, minimum, dst):
             for t in range(1, k):
                 r = _src(lo + i + t - c, ln, mode)
                 if r < 0:
-                    if minimum:
-                        for j in range(cols):
-                            d[j] = cval if cval < d[j] else d[j]
-                    else:
-                        for j in range(cols):
-                            d[j] = cval if cval > d[j] else d[j]
-                    continue
-                x = src[p, r]
-                if minimum:
-                    for j in range(cols):
-                        v = x[j]
-                        d[j] = v if v < d[j] else d[j]
+                    _pick_value(d, cval, cols, minimum)
                 else:
-                    for j in range(cols):
-                        v = x[j]
-                        d[j] = v if v > d[j] else d[j]
+                    _pick(d, src[p, r], cols, minimum)
 
 # ---- rank filters over a footprint ------------------------------------------------------
 # rank_nd: rank_filter (median, percentile, min/max over a footprint) of 1-D..3-D blocks
@@ -416,7 +424,7 @@ def extremum_mid(src, k, c, lo, mode, cval, minimum, dst):
 @njit(**JIT)
 def rank_nd(ext, tz, ty, tx, lo0, lo1, lo2, c0, c1, c2, mode, cval, net, rank, strip, out):
     nz, ny, nx = out.shape
-    lz, ly, lx = ext.shape
+    lz, ly = ext.shape[0], ext.shape[1]
     ntap = tz.shape[0]
     buf = np.empty((ntap, strip), ext.dtype)
     for z in range(nz):
@@ -431,19 +439,7 @@ def rank_nd(ext, tz, ty, tx, lo0, lo1, lo2, c0, c1, c2, mode, cval, net, rank, s
                         for j in range(w):
                             bt[j] = cval
                         continue
-                    row = ext[sz, sy]
-                    off = lo2 + x0 + tx[t] - c2
-                    a = min(max(-off, 0), w)
-                    b = max(min(lx - off, w), a)
-                    for j in range(a):
-                        s = _src(j + off, lx, mode)
-                        bt[j] = cval if s < 0 else row[s]
-                    bs, rs = bt[a:b], row[a + off:b + off]
-                    for j in range(b - a):
-                        bs[j] = rs[j]
-                    for j in range(b, w):
-                        s = _src(j + off, lx, mode)
-                        bt[j] = cval if s < 0 else row[s]
+                    _window(bt, ext[sz, sy], lo2 + x0 + tx[t] - c2, w, mode, cval)
                 for e in range(net.shape[0]):
                     ba = buf[net[e, 0]]
                     bb = buf[net[e, 1]]
