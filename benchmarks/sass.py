@@ -3,7 +3,7 @@
 Runs each row once on its table input, notes the kernels it loads (DISTCONV_KERNEL_LOG), builds
 each again with nvcc (`-Xptxas -v`: registers, spills) and prints its static SASS by opcode
 (cuobjdump -sass): the instruction mix benchmarks/NOTES.md reasons from (FFMA against staging,
-addresses, uniform loads). DISTCONV_SASS_DIR keeps the sources, cubins and SASS there.
+addresses, uniform loads). DISTCONV_SASS_DIR: the folder in which a new one keeps the sources, cubins and SASS.
 `--run-only` just runs the rows, for a profiler: the executed count of every SASS line comes
 from `ncu -k regex:distconv_ --section SourceCounters -o prof python -m benchmarks.sass ROW
 --run-only` then `ncu -i prof.ncu-rep --page source --print-source sass --csv`.
@@ -70,10 +70,13 @@ def main(argv=None) -> int:
     run_only = "--run-only" in args
     names = [a for a in args if not a.startswith("--")]
     if not run_only:
-        work = Path(os.environ.get("DISTCONV_SASS_DIR") or tempfile.mkdtemp(prefix="distconv-sass-"))
-        work.mkdir(parents=True, exist_ok=True)
+        # a new folder of its own (inside DISTCONV_SASS_DIR when set): nothing there is overwritten
+        parent = os.environ.get("DISTCONV_SASS_DIR")
+        if parent:
+            Path(parent).mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix="distconv-sass-", dir=parent))
+        print(f"sources, cubins and SASS in {work}")
         log = work / "kernels.log"
-        log.unlink(missing_ok=True)
         env = {**os.environ, "DISTCONV_KERNEL_LOG": str(log)}
         subprocess.run([sys.executable, "-m", "benchmarks.sass", *names, "--run-only"], env=env, check=True)
         from distconv.backends.cuda import loader
