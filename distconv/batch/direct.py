@@ -160,6 +160,6 @@ def job_of(wf: Workflow, src: str, dst: str, st, scan, gpu: bool, shape, dtype, 
     edges, bins = bins_of(wf, scan.dtype if scan is not None else st.result_dtype(dtype))
     region = wf.input.get("region")
     window = region_box(region, shape, dims) if region else ()
-    job = engine.plan(src, dst, st, shape, dtype, storage_chunks, gpu, src_meta,
+    job = engine.plan_job(src, dst, st, shape, dtype, storage_chunks, gpu, src_meta,
                       wf.outputs.get("chunks"), bins, window, region_edges(wf.input) == "data", scan)
     return job, edges

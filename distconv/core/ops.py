@@ -7,6 +7,9 @@ import numpy as np
 
 UFUNCS = {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
 FUNCTORS = {"add": "DcAdd", "mul": "DcMul", "min": "DcMin", "max": "DcMax"}
+# partials are added FAN_IN at a time in every tree reduction of distconv (the graph's merges,
+# the engine's merge of its blocks' results), so sums come out the same on every path
+FAN_IN = 8
 
 
 def check_op(op) -> str:

@@ -196,3 +196,23 @@ class ScanStep:
 def nan_as_identity(x, op: str):
     """``x`` (numpy, cupy or dask) with its NaN replaced by ``op``'s identity."""
     return np.where(np.isnan(x), core_ops.identity(op, x.dtype), x)
+
+
+def merge_thin(sizes: tuple, lo: int, hi: int) -> tuple:
+    """Chunk sizes along one axis such that each chunk can supply the halos its neighbours
+    take (>= max(lo, hi)) and the edge chunks hold what reflect/mirror read back inward
+    (first >= lo + 1, last >= hi + 1). Thin chunks merge into their neighbours."""
+    need = max(lo, hi)
+    merged: list[int] = []
+    for s in sizes:
+        if merged and merged[-1] < need:
+            merged[-1] += s
+        else:
+            merged.append(s)
+    while len(merged) > 1 and (merged[-1] < max(need, hi + 1)):
+        last = merged.pop()
+        merged[-1] += last
+    while len(merged) > 1 and merged[0] < lo + 1:
+        first = merged.pop(0)
+        merged[0] += first
+    return tuple(merged)

@@ -19,17 +19,37 @@ accessor's ``to_zarr``).
   removed), location.py (local folders and object stores alike)
 """
 
-from .chain import WRAP_REASON, Plan, engine_chain, gpu_blocks, plan_write, stencil_chain
-from .compute import compute, write
-from .config import batch_bytes, device_blocks, held_bytes, io_slots, open_with_settings, prewarm_enabled, zarr_settings
-from .job import graph, run_block
-from .placement import workers
-from .progress import Progress
-from .plan import Job, block_mark, plan
-from .slots import local_blocks
-from .output import create_output, shard_shape
+# Names are loaded on first use (PEP 562), so that importing one module of the engine (a
+# worker's block code, the scheduler's placement plugin) does not import them all, and
+# dask.array with them.
+_WHERE = {
+    "chain": ("WRAP_REASON", "Plan", "engine_chain", "gpu_blocks", "plan_write", "stencil_chain"),
+    "compute": ("write",),
+    "config": ("batch_bytes", "device_blocks", "held_bytes", "io_slots", "open_with_settings",
+               "prewarm_enabled", "zarr_settings"),
+    "job": ("graph", "run_block"),
+    "placement": ("workers",),
+    "progress": ("Progress",),
+    "plan": ("Job", "block_mark", "plan_job"),
+    "slots": ("local_blocks",),
+    "output": ("create_output", "shard_shape"),
+}
+# (a name that is also a module's name would be replaced by the module once it is imported)
+_RENAMED = {"plan_job": "plan"}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
+__all__ = sorted(_MODULE_OF)
 
-__all__ = ["Job", "Plan", "Progress", "WRAP_REASON", "batch_bytes", "block_mark", "compute", "create_output",
-           "device_blocks", "engine_chain", "gpu_blocks", "graph", "held_bytes", "io_slots", "local_blocks",
-           "open_with_settings", "plan", "plan_write", "prewarm_enabled", "run_block", "shard_shape",
-           "stencil_chain", "workers", "write", "zarr_settings"]
+
+def __getattr__(name: str):
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), _RENAMED.get(name, name))
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

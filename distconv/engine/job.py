@@ -27,7 +27,7 @@ from .. import backends
 from ..backends.device import device
 from ..core.arrays import array_module, to_host
 from ..core.tile import Tile
-from ..graph.merge import FAN_IN
+from ..core.ops import FAN_IN
 from . import batches, carries, config, ownership, shards
 from .plan import Job, mark_of, runs, written
 from .read import fetch, to_device

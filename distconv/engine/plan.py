@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.stencil import Stencil
-from ..graph.halo import merge_thin
+from ..core.stencil import Stencil, merge_thin
 from . import ownership, shards
 from .output import shard_shape
 

@@ -8,7 +8,7 @@ from functools import partial
 import dask.array as da
 from dask.base import tokenize
 
-from .merge import FAN_IN
+from ..core.ops import FAN_IN
 
 
 def tree_reduce(x: da.Array, block_fn, axes: tuple, keepdims: bool, dtype, name: str) -> da.Array:

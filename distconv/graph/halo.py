@@ -21,32 +21,13 @@ from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from ..core.checks import warn_user
+from ..core.stencil import merge_thin  # noqa: F401  (graph.halo.merge_thin: its home before)
 from ..core.tile import Tile
 from .declared import declare
 from .groups import block_locations, empty_like_run, row_runs, run_chunks, run_into
 
 
 CUT_PRIORITY = 10  # dask's user priority of the cut tasks (higher runs earlier; default 0)
-
-
-def merge_thin(sizes: tuple, lo: int, hi: int) -> tuple:
-    """Chunk sizes along one axis such that each chunk can supply the halos its neighbours
-    take (>= max(lo, hi)) and the edge chunks hold what reflect/mirror read back inward
-    (first >= lo + 1, last >= hi + 1). Thin chunks merge into their neighbours."""
-    need = max(lo, hi)
-    merged: list[int] = []
-    for s in sizes:
-        if merged and merged[-1] < need:
-            merged[-1] += s
-        else:
-            merged.append(s)
-    while len(merged) > 1 and (merged[-1] < max(need, hi + 1)):
-        last = merged.pop()
-        merged[-1] += last
-    while len(merged) > 1 and merged[0] < lo + 1:
-        first = merged.pop(0)
-        merged[0] += first
-    return tuple(merged)
 
 
 def plan_chunks(x: da.Array, depth: tuple, allow_rechunk: bool = True) -> da.Array:

@@ -10,6 +10,7 @@ import dask.array as da
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
+from ..core.ops import FAN_IN
 from .groups import block_locations, row_runs
 
 
@@ -47,9 +48,6 @@ def _expand(func, n: int, *blocks):
     return total[None]
 
 
-# partials added FAN_IN at a time in every tree reduction of distconv (here, graph/blockwise.py,
-# ops/histograms.py, the engine's merge of its blocks' results)
-FAN_IN = 8
 
 
 def merge(parts: da.Array, name: str = "distconv-hist-merge") -> da.Array:

@@ -13,7 +13,7 @@ import numpy as np
 from .. import backends
 from ..core import checks
 from ..core.arrays import to_host
-from ..graph.merge import FAN_IN
+from ..core.ops import FAN_IN
 from . import docs
 from .reductions import max as _max
 from .reductions import min as _min

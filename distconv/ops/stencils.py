@@ -167,7 +167,7 @@ def _one_sided_ends(x, axis, order: int, accuracy: int, h: float, edge_order):
         import dask.array as da
 
         if min(d.chunks[ax]) < edge_order + 1:  # dask's gradient needs that much in every chunk
-            from ..graph.halo import merge_thin
+            from ..core.stencil import merge_thin
 
             d = d.rechunk({ax: merge_thin(d.chunks[ax], edge_order + 1, edge_order + 1)})
         return da.gradient(d, h, axis=ax, edge_order=edge_order)

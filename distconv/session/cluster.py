@@ -68,7 +68,7 @@ def make_cluster(cfg: dict):
 # imports run beside the check instead of after it in each spawned worker (the way dask-cuda's
 # own `--multiprocessing-method forkserver` works). Nothing in the server touches a GPU: CUDA is
 # first used in a worker, after the fork. Measured: NOTES.md, "Start-up".
-WORKER_IMPORTS = ("distributed", "dask.array", "zarr", "zarrs", "distconv.engine.job")
+WORKER_IMPORTS = ("distributed", "zarr", "zarrs", "distconv.engine.job")
 GPU_WORKER_IMPORTS = ("dask_cuda", "cupy", "distconv.backends.cuda.zstd", "distconv.backends.cuda.transfer")
 CPU_WORKER_IMPORTS = ("distconv.backends.numpy.preload",)  # numba's kernels, loaded once
 START_METHOD_KEY = "distributed.worker.multiprocessing-method"
