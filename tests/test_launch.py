@@ -139,3 +139,32 @@ def test_workers_run_engine_blocks_without_dask_array(tmp_path):
     assert list(loaded.values()) == [[]], loaded
     np.testing.assert_allclose(zarr.open_array(str(tmp_path / "out.zarr"))[...], ndi.gaussian_filter(x, 1.0),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_one_plan_per_workflow_in_a_command(tmp_path, monkeypatch, capsys):
+    from distconv.batch import direct
+    from distconv.session import command
+
+    x = np.random.default_rng(1).random((80, 50), dtype=np.float32)
+    zarr.create_array(str(tmp_path / "in.zarr"), data=x, chunks=(40, 50))
+    paths = []
+    for name, sigma in (("a", 1.0), ("b", 2.0)):
+        wf = tmp_path / f"{name}.yaml"
+        wf.write_text(f"input:\n  path: in.zarr\nsteps:\n  - {{op: gaussian_filter, sigma: {sigma}}}\n"
+                      f"  - {{op: correlate, weights: [[0, 1, 0], [1, -4, 1], [0, 1, 0]], mode: nearest}}\n"
+                      f"outputs:\n  path: {name}.zarr\n")
+        paths.append(str(wf))
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("cluster:\n  type: cpu\n  processes: false\n  n_workers: 1\n  dashboard_address: null\n")
+    planned = []
+    real = direct._planned
+    monkeypatch.setattr(direct, "_planned", lambda wf: planned.append(wf.name) or real(wf))
+    params = dict(workflow_paths=paths, cluster_path=str(cluster), overwrite=False, resume=False, no_progress=True,
+                  json_path=None, report_dir=None)
+    assert command.run(params) == 0, capsys.readouterr().err
+    # the identity the output records, the kernel builds and the run all read one plan
+    assert sorted(planned) == ["a", "b"], planned
+    w = np.array([[0, 1, 0], [1, -4, 1], [0, 1, 0]], np.float32)
+    for name, sigma in (("a", 1.0), ("b", 2.0)):
+        want = ndi.correlate(ndi.gaussian_filter(x, sigma), w, mode="nearest")
+        np.testing.assert_allclose(zarr.open_array(str(tmp_path / f"{name}.zarr"))[...], want, rtol=1e-4, atol=1e-4)

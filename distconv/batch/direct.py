@@ -49,7 +49,7 @@ def takes(wf: Workflow) -> bool:
     if why_not(wf) is not None or 0 in whole_input(wf).shape:
         return False
     if stored_input(wf) is None:  # a synthetic input not written yet: the steps' chain decides
-        result, unfused = _planned(wf)
+        result, unfused = planned_steps(wf)
         return unfused is None and engine.stencil_chain(getattr(result, "data", result))[1] is not None
     return chain(wf)[1] is not None
 
@@ -59,7 +59,7 @@ def chain(wf: Workflow):
     the engine runs them: (why it cannot, None, result) or (None, (zarr.Array, its folder or
     URL, the fused Stencil, the scan after it or None), result); ``result`` is the lazy
     DataArray the steps make over a dataset variable's region (None for an array)."""
-    result, unfused = _planned(wf)
+    result, unfused = planned_steps(wf)
     dataset = hasattr(result, "dims")
     reason, found = engine.engine_chain(result.data if dataset else result)
     if found is None and unfused is not None:
@@ -73,9 +73,18 @@ def chain(wf: Workflow):
     return reason, found, result
 
 
-def _planned(wf: Workflow):
+def planned_steps(wf: Workflow):
     """(the steps' lazy result over the whole input, why the first step that did not make one
-    stencil or scan did not, or None). An array is planned over one lazy chunk of it, never
+    stencil or scan did not, or None), planned once per opened input of ``wf`` (a synthetic
+    input is planned again once it is written: the engine reads the stored array)."""
+    whole_input(wf)
+    if wf.planned is None or wf.planned[0] is not wf.opened:
+        wf.planned = (wf.opened, _planned(wf))
+    return wf.planned[1]
+
+
+def _planned(wf: Workflow):
+    """planned_steps' answer, worked out. An array is planned over one lazy chunk of it, never
     computed: the engine cuts its own blocks, and storage chunks thinner than a halo would be
     merged first, hiding the chain behind the merge."""
     import dask.array as da

@@ -37,3 +37,6 @@ class Workflow:
     report: str | None = None
     # the input as opened for this workflow (batch.inputs.whole_input): opened once, handed down
     opened: object = field(default=None, repr=False, compare=False)
+    # the steps planned over that input (batch.direct.planned_steps): the job's identity, the
+    # kernel builds and the run read this one
+    planned: object = field(default=None, repr=False, compare=False)
