@@ -3,7 +3,8 @@ run, with the anchors on all its cores. Rows ``e2e_zarr_conv5`` per layout ((a) 
 zstd chunks, (b) distconv's shards) and GPU count, with ``strong_efficiency`` (the whole input
 on g GPUs against one), ``weak_efficiency`` (``--gib-per-gpu`` a GPU against that on one),
 ``first_run_GBps`` (the first run on an empty kernel cache, as on a fresh node, against the
-second), ``wall_GBps`` and ``startup_s``; the Python face's first ``dc.to_zarr`` on a fresh
+second), ``wall_GBps`` and ``startup_s``, ``vs_kept`` (the cold command's job against the same
+job's second run on `distconv cluster start`'s cluster); the Python face's first ``dc.to_zarr`` on a fresh
 ``dc.cluster()`` (``api_zarr_conv5``); with ``--address``, the first and second run on workers
 started by hand (``dask scheduler`` + ``dask cuda worker``, ``type: address``). Every output is
 checked against scipy on row bands crossing block and shard boundaries.
@@ -79,6 +80,7 @@ def main():
     ap.add_argument("--address", action="store_true", help="also the first and second run on hand-started workers")
     ap.add_argument("--no-anchors", action="store_true")
     ap.add_argument("--no-face", action="store_true", help="skip the Python face's row")
+    ap.add_argument("--no-kept", action="store_true", help="skip the same job on a kept cluster (vs_kept)")
     a = ap.parse_args()
     node = gpu_count()
     counts = [int(g) for g in a.gpus.split(",")] if a.gpus else [g for g in (1, 2, 4, 8, 16) if g <= node]
@@ -122,6 +124,23 @@ def main():
         elif per * g < rows:
             prefix_input(src, root / f"in-weak-{g}.zarr", per * g)
             weak[g] = run(f"weak-{g}", root / f"in-weak-{g}.zarr", g)
+    kept = {}
+    if not a.no_kept:  # the top count's job on `distconv cluster start`'s cluster: what a cold run is held to
+        kept_cfg = {"type": "cuda", "n_workers": top, "dashboard_address": "127.0.0.1:0"}
+        state = {**env, "DASK_DISTCONV__CLUSTER_STATE": str(root / "kept" / "cluster.json")}
+        (root / "kept-cluster.yaml").write_text(json.dumps({"cluster": kept_cfg}))
+        subprocess.run([sys.executable, "-m", "distconv.cli", "cluster", "start", "--cluster",
+                        str(root / "kept-cluster.yaml")], check=True, env=state)
+        try:
+            for k in ("first", "second"):
+                s_ = e2e.distconv_run(f"kept-{k}", root, src, conv5, cluster=kept_cfg, env=state)
+                s_["checked"] = e2e.check(root / f"kept-{k}.zarr", src, conv, bands)
+                e2e.drop(root / f"kept-{k}.zarr")
+                kept[k] = s_
+                print("kept", k, round(nbytes / s_["seconds"] / 1e9, 2), "GB/s job", s_.get("startup_s"),
+                      "s start-up", flush=True)
+        finally:
+            subprocess.run([sys.executable, "-m", "distconv.cli", "cluster", "stop"], env=state)
     face = None
     if not a.no_face:  # the README's snippet on a fresh dc.cluster() of every GPU
         face = faces.snippet("api-conv5", root, faces.API.format(src=str(src), w=e2e.W5.tolist(),
@@ -167,6 +186,12 @@ def main():
             row["first_over_second_wall"] = round(first["wall_s"] / s["wall_s"], 2)
             row["first_run_kernel_builds"] = first.get("kernel_builds")
             row["checked"] = row["checked"] and bool(first["checked"])
+        if layout == "a" and g == top and kept:  # the cold job against the same job on a kept cluster
+            k = kept["second"]
+            row.update(kept_GBps=round(gbps(k), 2), kept_wall_GBps=round(nbytes / k["wall_s"] / 1e9, 2),
+                       kept_startup_s=k.get("startup_s"), vs_kept=round(gbps(s) / gbps(k), 2),
+                       vs_kept_wall=round(k["wall_s"] / s["wall_s"], 2))
+            row["checked"] = row["checked"] and all(bool(v["checked"]) for v in kept.values())
         out_rows.append(row)
     if face is not None:
         out_rows.append({"case": "api_zarr_conv5", "layer": "face", "gpus": node, "GBps": round(gbps(face), 2),
