@@ -131,7 +131,7 @@ def test_workers_run_engine_blocks_without_dask_array(tmp_path):
     src = tmp_path / "in.zarr"
     x = np.random.default_rng(0).random((96, 70), dtype=np.float32)
     zarr.create_array(str(src), data=x, chunks=(32, 70))
-    cfg = {"type": "cpu", "n_workers": 1, "threads_per_worker": 2, "dashboard_address": None}
+    cfg = {"type": "cpu", "n_workers": 1, "threads_per_worker": 2, "dashboard_address": "127.0.0.1:0"}
     with dc.cluster(cfg, quiet=True) as client:
         out = dc.to_zarr(dc.gaussian_filter(da.from_zarr(str(src)), 1.0), str(tmp_path / "out.zarr"))
         assert out["path"] == "engine"
@@ -155,7 +155,7 @@ def test_one_plan_per_workflow_in_a_command(tmp_path, monkeypatch, capsys):
                       f"outputs:\n  path: {name}.zarr\n")
         paths.append(str(wf))
     cluster = tmp_path / "cluster.yaml"
-    cluster.write_text("cluster:\n  type: cpu\n  processes: false\n  n_workers: 1\n  dashboard_address: null\n")
+    cluster.write_text("cluster:\n  type: cpu\n  processes: false\n  n_workers: 1\n  dashboard_address: 127.0.0.1:0\n")
     planned = []
     real = direct._planned
     monkeypatch.setattr(direct, "_planned", lambda wf: planned.append(wf.name) or real(wf))

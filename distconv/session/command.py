@@ -114,7 +114,7 @@ def _checked_run(workflow_paths, cluster_path, overwrite, resume, no_progress, j
                 summary = workflow.run(wf, client, overwrite=overwrite or None, progress=not no_progress,
                                        resume=resume, job=job)
                 _timings(summary, started, checked, cluster_up, handed=handed_start is not None,
-                         launched=launch.started if launch is not None else None)
+                         launched=launch.phases if launch is not None else None)
                 if built is not None:
                     summary["kernel_builds"], built = built, None  # the first run's
                 started = checked = cluster_up = time.time()  # the next one's start-up is its own
@@ -170,7 +170,7 @@ def _json_problems(json_path: str) -> list[str]:
 
 
 def _timings(summary: dict, started: float, checked: float, cluster_up: float, handed: bool = False,
-             launched: float | None = None):
+             launched: dict | None = None):
     """The summary's start-up (seconds from ``started`` to its first task, and when the check,
     the cluster, the submission and the first task came) and wall seconds; ``handed``: run by
     the kept cluster's warm process (warm.py)."""
@@ -182,7 +182,8 @@ def _timings(summary: dict, started: float, checked: float, cluster_up: float, h
         summary["startup_s"] = round(first - started, 2)
         # where the start-up went, seconds since the process started (NOTES.md, issue 13)
         summary["startup"] = {k: round(v - started, 2) for k, v in (
-            ("cluster_started", launched), ("checked", checked), ("cluster_up", cluster_up), ("submitted", submitted),
+            *(launched or {}).items(),
+            ("checked", checked), ("cluster_up", cluster_up), ("submitted", submitted),
             ("first_task", first)) if v is not None}
     summary["wall_s"] = round(time.time() - started, 2)
     if handed:

@@ -22,6 +22,7 @@ import tempfile
 import time
 
 STOP_WAIT_S = 15.0  # longest the command waits for its cluster to stop before killing it
+WARMUP_WAIT_S = 30.0  # longest the cluster waits for its workers' warm-up before it says it is up
 
 
 class Launch:
@@ -69,6 +70,11 @@ class Launch:
                 self.stop()
                 raise ClusterConfigError(self.doc["error"])
         return self.doc
+
+    @property
+    def phases(self) -> dict:
+        """When the cluster's process was started and each part of its start ended (epoch s)."""
+        return {"cluster_started": self.started, **((self.doc or {}).get("phases") or {})}
 
     def client(self):
         """A client of the started cluster (the default client while it is open)."""
@@ -148,8 +154,7 @@ def serve(cfg: dict, log: str):
     ended = threading.Event()  # the command closed the pipe, or died
     threading.Thread(target=lambda: (sys.stdin.read(), ended.set()), daemon=True).start()
     said = io.StringIO()
-    import dask
-    from distributed import Client
+    phases = {}  # when each part of the start ended (epoch seconds): the command's timeline shows them
 
     from .cluster import START_METHOD_KEY, _stop_server, dashboard_link, make_cluster, warm_workers
     from .config import ClusterConfigError, resolve_type
@@ -162,17 +167,28 @@ def serve(cfg: dict, log: str):
     if ended.is_set():
         return
     with contextlib.redirect_stdout(said):  # e.g. "dashboard port in use": the command prints it
+        # first the server the workers fork from: its imports (cupy, the engine) run while this
+        # process imports distributed and starts the scheduler
         warm = warm_workers(cfg)
+        phases["workers_server"] = time.time()
+        import dask
+        from distributed import Client
+
         with dask.config.set({START_METHOD_KEY: "forkserver"}) if warm else contextlib.nullcontext():
             owned = make_cluster(cfg)
+        phases["workers_up"] = time.time()
     try:
         if not ended.is_set():
             with Client(owned) as client:
-                from ..engine import placement
+                from ..engine import placement, prewarm
 
                 placement.register(client)  # loaded by this scheduler now, not inside the first job
+                # the workers' one-time costs (page-locked staging, codec handles) end before the
+                # command's first block arrives, as on a kept cluster
+                prewarm.wait(client, WARMUP_WAIT_S)
+                phases["workers_warm"] = time.time()
                 doc = {"address": owned.scheduler_address, "dashboard": dashboard_link(client, cfg),
-                       "kind": kind, "said": said.getvalue(), "pid": os.getpid()}
+                       "kind": kind, "said": said.getvalue(), "pid": os.getpid(), "phases": phases}
             _say(out, doc)
             ended.wait()
     finally:
