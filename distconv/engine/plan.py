@@ -14,6 +14,10 @@ from . import ownership, shards
 from .output import shard_shape
 
 
+GPU_CHUNK_BYTES = 2**30  # a GPU task costs ~1 ms of scheduling: kernels must run longer than that
+CPU_CHUNK_BYTES = 64 * 2**20
+
+
 @dataclass(frozen=True)
 class Job:
     src: str
@@ -73,8 +77,6 @@ def plan(src: str, dst: str, st: Stencil, shape, dtype, storage_chunks, gpu: boo
     engine's: shards.inner_shape). ``window``: ((start, stop), ...) of the input
     (a region), ``edges_data``: its halos read the data around it. ``bins``: (kernel edges,
     uniform) to count a histogram of the result in the same pass."""
-    from .storage import CPU_CHUNK_BYTES, GPU_CHUNK_BYTES
-
     box = tuple(window) or tuple((0, n) for n in shape)
     out_shape = tuple(b - a for a, b in box)
     out_dtype = scan.dtype if scan is not None else st.result_dtype(dtype)  # output= may change it

@@ -127,7 +127,7 @@ def warm(imports=(), gpu_imports=(), cpu_imports=()):
         from ..backends.device import device
         from . import batches, config, job, shards  # noqa: F401 - job: what the first task unpickles
         from .plain_chunks import PIECE_BYTES
-        from .storage import GPU_CHUNK_BYTES
+        from .plan import GPU_CHUNK_BYTES
 
         gpu = device(True)
         if not gpu.frames:

@@ -13,8 +13,7 @@ from ..core.arrays import to_host
 from . import ownership
 from .location import Location
 
-GPU_CHUNK_BYTES = 2**30  # a GPU task costs ~1 ms of scheduling: kernels must run longer than that
-CPU_CHUNK_BYTES = 64 * 2**20
+from .plan import CPU_CHUNK_BYTES, GPU_CHUNK_BYTES  # noqa: F401  (the general path's chunks too)
 CODECS = ("zstd", "lz4", "none")
 
 
