@@ -153,8 +153,7 @@ def _start_server(kind: str):
     import dask
 
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(list(WORKER_IMPORTS + (GPU_WORKER_IMPORTS if kind == "cuda" else CPU_WORKER_IMPORTS))
-                               if not os.environ.get("DCX_LEAN") else ["distributed", "dask_cuda" if kind == "cuda" else "distributed"])
+    ctx.set_forkserver_preload(list(WORKER_IMPORTS + (GPU_WORKER_IMPORTS if kind == "cuda" else CPU_WORKER_IMPORTS)))
     # what a nanny sets before it spawns a worker must be in the server's environment to reach
     # workers forked from it (distributed's pre-spawn-environ: malloc trim, one BLAS thread)
     env = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))

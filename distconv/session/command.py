@@ -13,7 +13,6 @@ from . import handoff
 from .builds import KernelBuilds, message
 from .cluster import cluster, warm_workers
 from .config import ClusterConfigError, load_config
-from .launch import Launch
 
 INPUT, INTERNAL, INTERRUPTED = 2, 1, 130  # exit codes
 
@@ -45,23 +44,19 @@ def problem(msg: str) -> int:
 def _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, current, handed_start,
          report_dir=None) -> int:
     started = handed_start or process_start()
-    # the cluster starts in its own process now, while this one imports and checks the workflows
-    launch = Launch.start(cluster_path)
-    warmed = launch is not None or warm_workers(cluster_path)
+    warmed = warm_workers(cluster_path)  # the workers' imports run beside this process's and the check
     # a fresh node's kernels built beside the check and the cluster's start, not in the blocks
     builds = KernelBuilds.start(cluster_path) if warmed else None
     try:
         return _checked_run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, current, started,
-                            handed_start, builds, report_dir, launch)
+                            handed_start, builds, report_dir)
     finally:
         if builds is not None:
             builds.stop()
-        if launch is not None:
-            launch.stop(wait=False)  # a failed check: the cluster stops without the command waiting
 
 
 def _checked_run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, current, started,
-                 handed_start, builds, report_dir, launch=None) -> int:
+                 handed_start, builds, report_dir) -> int:
     import json
     import time
 
@@ -104,7 +99,7 @@ def _checked_run(workflow_paths, cluster_path, overwrite, resume, no_progress, j
     if builds is not None:
         builds.send([t[1] for t in todo])
     try:
-        with launch.joined() if launch is not None else cluster(cluster_path) as client:
+        with cluster(cluster_path) as client:
             cluster_up = time.time()
             built = builds.wait() if builds is not None else None
             if message(built):
@@ -113,12 +108,10 @@ def _checked_run(workflow_paths, cluster_path, overwrite, resume, no_progress, j
                 current[0] = path
                 summary = workflow.run(wf, client, overwrite=overwrite or None, progress=not no_progress,
                                        resume=resume, job=job)
-                _timings(summary, started, checked, cluster_up, handed=handed_start is not None,
-                         launched=launch.phases if launch is not None else None)
+                _timings(summary, started, checked, cluster_up, handed=handed_start is not None)
                 if built is not None:
                     summary["kernel_builds"], built = built, None  # the first run's
                 started = checked = cluster_up = time.time()  # the next one's start-up is its own
-                launch = None
                 print(workflow.format_summary(summary), flush=True)
                 summaries.append(summary)
             if report_dir:
@@ -169,8 +162,7 @@ def _json_problems(json_path: str) -> list[str]:
     return []
 
 
-def _timings(summary: dict, started: float, checked: float, cluster_up: float, handed: bool = False,
-             launched: dict | None = None):
+def _timings(summary: dict, started: float, checked: float, cluster_up: float, handed: bool = False):
     """The summary's start-up (seconds from ``started`` to its first task, and when the check,
     the cluster, the submission and the first task came) and wall seconds; ``handed``: run by
     the kept cluster's warm process (warm.py)."""
@@ -182,7 +174,6 @@ def _timings(summary: dict, started: float, checked: float, cluster_up: float, h
         summary["startup_s"] = round(first - started, 2)
         # where the start-up went, seconds since the process started (NOTES.md, issue 13)
         summary["startup"] = {k: round(v - started, 2) for k, v in (
-            *(launched or {}).items(),
             ("checked", checked), ("cluster_up", cluster_up), ("submitted", submitted),
             ("first_task", first)) if v is not None}
     summary["wall_s"] = round(time.time() - started, 2)

@@ -1,0 +1,57 @@
+"""What a command pays before its first block: workers that run engine blocks import no
+dask.array, xarray or pandas, and a command plans each workflow's steps once."""
+
+import sys
+
+import numpy as np
+import pytest
+import scipy.ndimage as ndi
+import zarr
+
+
+@pytest.mark.slow
+def test_workers_run_engine_blocks_without_dask_array(tmp_path):
+    import dask.array as da
+
+    import distconv as dc
+
+    src = tmp_path / "in.zarr"
+    x = np.random.default_rng(0).random((96, 70), dtype=np.float32)
+    zarr.create_array(str(src), data=x, chunks=(32, 70))
+    cfg = {"type": "cpu", "n_workers": 1, "threads_per_worker": 2, "dashboard_address": "127.0.0.1:0"}
+    with dc.cluster(cfg, quiet=True) as client:
+        out = dc.to_zarr(dc.gaussian_filter(da.from_zarr(str(src)), 1.0), str(tmp_path / "out.zarr"))
+        assert out["path"] == "engine"
+        loaded = client.run(lambda: sorted(m for m in ("dask.array", "xarray", "pandas") if m in sys.modules))
+    assert list(loaded.values()) == [[]], loaded
+    np.testing.assert_allclose(zarr.open_array(str(tmp_path / "out.zarr"))[...], ndi.gaussian_filter(x, 1.0),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_one_plan_per_workflow_in_a_command(tmp_path, monkeypatch, capsys):
+    from distconv.batch import direct
+    from distconv.session import command
+
+    x = np.random.default_rng(1).random((80, 50), dtype=np.float32)
+    zarr.create_array(str(tmp_path / "in.zarr"), data=x, chunks=(40, 50))
+    paths = []
+    for name, sigma in (("a", 1.0), ("b", 2.0)):
+        wf = tmp_path / f"{name}.yaml"
+        wf.write_text(f"input:\n  path: in.zarr\nsteps:\n  - {{op: gaussian_filter, sigma: {sigma}}}\n"
+                      f"  - {{op: correlate, weights: [[0, 1, 0], [1, -4, 1], [0, 1, 0]], mode: nearest}}\n"
+                      f"outputs:\n  path: {name}.zarr\n")
+        paths.append(str(wf))
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("cluster:\n  type: cpu\n  processes: false\n  n_workers: 1\n  dashboard_address: 127.0.0.1:0\n")
+    planned = []
+    real = direct._planned
+    monkeypatch.setattr(direct, "_planned", lambda wf: planned.append(wf.name) or real(wf))
+    params = dict(workflow_paths=paths, cluster_path=str(cluster), overwrite=False, resume=False, no_progress=True,
+                  json_path=None, report_dir=None)
+    assert command.run(params) == 0, capsys.readouterr().err
+    # the identity the output records, the kernel builds and the run all read one plan
+    assert sorted(planned) == ["a", "b"], planned
+    w = np.array([[0, 1, 0], [1, -4, 1], [0, 1, 0]], np.float32)
+    for name, sigma in (("a", 1.0), ("b", 2.0)):
+        want = ndi.correlate(ndi.gaussian_filter(x, sigma), w, mode="nearest")
+        np.testing.assert_allclose(zarr.open_array(str(tmp_path / f"{name}.zarr"))[...], want, rtol=1e-4, atol=1e-4)
