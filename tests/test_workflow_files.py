@@ -134,3 +134,23 @@ def test_one_did_you_mean_helper():
     users = [p.relative_to(ROOT).as_posix() for p in (ROOT / "distconv").rglob("*.py")
              if "difflib" in p.read_text()]
     assert users == ["distconv/core/checks.py"]
+
+
+@pytest.mark.parametrize("synth, said", [({"chunks": [8, 8]}, "input.synthetic: missing key 'shape'"),
+                                         (None, "input.synthetic must be a mapping, got None")])
+def test_a_synthetic_input_with_no_shape_is_said_once(tmp_path, synth, said):
+    doc = _doc()
+    doc["input"]["synthetic"] = synth
+    with pytest.raises(batch.WorkflowError) as e:
+        batch.load(_write(tmp_path / "wf.yaml", doc))
+    assert str(e.value) == said
+
+
+def test_steps_of_a_stored_input_are_still_checked(tmp_path):
+    import zarr
+
+    zarr.create_array(str(tmp_path / "in.zarr"), shape=(8, 8), chunks=(8, 8), dtype="float32")
+    doc = _doc(sigma=-1.0)
+    del doc["input"]["synthetic"]
+    with pytest.raises(batch.WorkflowError, match=r"step 1 \(gaussian_filter\): sigma must be >= 0"):
+        batch.load(_write(tmp_path / "wf.yaml", doc))

@@ -129,7 +129,9 @@ def load(path) -> Workflow:
     wf = Workflow(name=doc.get("name", p.stem), kind=kind, source=p, input=inp, steps=checked,
                   outputs=out, chunks=doc.get("chunks", "auto"), overwrite=doc.get("overwrite") is True,
                   device=device, report=report)
-    if kind == "array" and "path" in inp:
+    synth = inp.get("synthetic") if "synthetic" in inp else {"shape": None, "chunks": None}
+    undefined = not isinstance(synth, dict) or not {"shape", "chunks"} <= set(synth)  # said above
+    if kind == "array" and "path" in inp and not undefined:
         problems += check(wf, numbers)
     if problems:
         raise WorkflowError("; ".join(problems))
