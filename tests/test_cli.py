@@ -260,12 +260,14 @@ def test_python_face_shows_progress_when_asked(tmp_path, capsys):
 def test_a_synthetic_input_is_announced_and_timed_on_its_own(tmp_path):
     """`distconv run` says when it writes a synthetic input, on a cluster of its own, and
     --json keeps those seconds apart from the run's; the next run finds it written."""
+    import yaml
+
     c = tmp_path / "cluster.yaml"
-    c.write_text("cluster:\n  type: cpu\n  n_workers: 1\n  threads_per_worker: 2\n  processes: false\n"
-                 "  dashboard_address: '127.0.0.1:0'\n")
+    c.write_text(yaml.safe_dump({"cluster": {"type": "cpu", "n_workers": 1, "threads_per_worker": 2, "processes": False,
+                                             "dashboard_address": "127.0.0.1:0"}}))
     wf = tmp_path / "wf.yaml"
-    wf.write_text("input:\n  path: in.zarr\n  synthetic: {shape: [64, 40], chunks: [16, 40]}\n"
-                  "steps:\n  - op: gaussian_filter\n    sigma: 1.0\noutputs:\n  path: out.zarr\n")
+    wf.write_text(yaml.safe_dump({"input": {"path": "in.zarr", "synthetic": {"shape": [64, 40], "chunks": [16, 40]}},
+                                  "steps": [{"op": "gaussian_filter", "sigma": 1.0}], "outputs": {"path": "out.zarr"}}))
     cmd = [sys.executable, "-m", "distconv.cli", "run", str(wf), "--cluster", str(c), "--json", str(tmp_path / "s.json")]
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
     assert res.returncode == 0, res.stderr

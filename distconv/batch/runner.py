@@ -276,7 +276,7 @@ def format_summary(s: dict) -> str:
     extra += f"\n  report: {s['report']}" if s.get("report") else ""
     extra += (f"\n  resumed: {s['resumed_bytes'] / 1e9:.3f} GB were written by the interrupted run"
               if s.get("resumed_bytes") else "")
-    extra += (f"\n  synthetic input written first: {s['synthetic_input_seconds']:.2f} s (not in the run's s and GB/s)"
+    extra += (f"\n  synthetic input written first: {s['synthetic_input_seconds']:.2f} s (not counted in the run's time)"
               if s.get("synthetic_input_seconds") else "")
     why = f" ({s['why_general']})" if s.get("why_general") else ""
     extra += f"\n  path: {s['path']}{why}" if s.get("path") else ""
