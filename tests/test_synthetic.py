@@ -138,3 +138,27 @@ def test_the_generator_lives_apart_from_input_opening():
     assert not hasattr(inputs, "synthetic_dataset") and callable(synthetic.synthetic_dataset)
     lazy = synthetic.synthetic((8, 6), (4, 6), "int16", 0)
     assert isinstance(lazy, da.Array) and lazy.dtype == np.int16
+
+
+def test_on_object_storage_too(tmp_path, monkeypatch):
+    """The same marks on an fsspec URL (memory://): an unfinished input is written again."""
+    import uuid
+
+    root = f"memory://{uuid.uuid4().hex}"
+    p = tmp_path / "wf.yaml"
+    p.write_text(yaml.safe_dump({"input": {"path": f"{root}/in.zarr", "synthetic": {"shape": [40, 30], "chunks": [10, 30]}},
+                                 "steps": [{"op": "cumsum", "axis": 0}], "outputs": {"path": f"{root}/out.zarr"}}))
+    real = synthetic.ownership.mark_complete
+
+    def interrupted(*a, **k):
+        raise RuntimeError("interrupted")
+
+    monkeypatch.setattr(synthetic.ownership, "mark_complete", interrupted)
+    with pytest.raises(RuntimeError, match="interrupted"):
+        batch.run(batch.load(p), progress=False)
+    monkeypatch.setattr(synthetic.ownership, "mark_complete", real)
+    wf = batch.load(p)
+    assert not synthetic.is_written(wf.input)
+    s = batch.run(wf, progress=False)
+    assert s["synthetic_input_seconds"] > 0 and synthetic.is_written(batch.load(p).input)
+    np.testing.assert_array_equal(_stored(wf), _defined(wf))
