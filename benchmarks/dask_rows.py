@@ -294,7 +294,7 @@ def e2e_row(client, gpus, storage_rows=2048):
     import dask.array as da
 
     from distconv import batch as workflow
-    from distconv.batch.inputs import synthetic
+    from distconv.batch.synthetic import synthetic
 
     root = Path(os.environ.get("TMPDIR", "/tmp")) / f"dc-e2e-{storage_rows}"
     src = root / "in.zarr"

@@ -356,7 +356,8 @@ def test_a_dataset_output_keeps_the_datasets_attributes(tmp_path):
 
     doc = yaml.safe_load((Path(__file__).resolve().parents[1] / "workflows" / "gradient.yaml").read_text())
     doc["input"]["synthetic"].update(shape=[4, 10, 12], chunks=[2, 10, 12])
-    p = tmp_path / "g.yaml"
+    p = tmp_path / "workflows" / "g.yaml"  # its paths say ../demo-data/
+    p.parent.mkdir()
     p.write_text(yaml.safe_dump(doc))
     wf = batch.load(p)
     batch.run(wf, progress=False)
@@ -368,7 +369,8 @@ def test_hist_workflow_prints_no_warning(tmp_path):
 
     doc = yaml.safe_load((Path(__file__).resolve().parents[1] / "workflows" / "hist.yaml").read_text())
     doc["input"]["synthetic"].update(shape=[64, 64], chunks=[32, 32])
-    p = tmp_path / "h.yaml"
+    p = tmp_path / "workflows" / "h.yaml"  # its paths say ../demo-data/
+    p.parent.mkdir()
     p.write_text(yaml.safe_dump(doc))
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)

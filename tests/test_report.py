@@ -143,8 +143,9 @@ def test_a_report_folder_holding_the_users_own_report_is_refused_and_left_as_it_
 def test_the_hist_workflows_report_lists_its_steps(tmp_path):
     doc = yaml.safe_load((ROOT / "workflows" / "hist.yaml").read_text())
     doc["input"]["synthetic"].update(shape=[64, 64], chunks=[32, 32])
-    (tmp_path / "hist.yaml").write_text(yaml.safe_dump(doc))
-    s = batch.run(batch.load(tmp_path / "hist.yaml"), progress=False)
+    (tmp_path / "workflows").mkdir()  # its paths say ../demo-data/
+    (tmp_path / "workflows" / "hist.yaml").write_text(yaml.safe_dump(doc))
+    s = batch.run(batch.load(tmp_path / "workflows" / "hist.yaml"), progress=False)
     md = Path(s["report"]).read_text()
     assert md.startswith("# distconv report: hist")
     assert "| 1 | `gaussian_filter` | `sigma=1.0` |" in md

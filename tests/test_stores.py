@@ -111,7 +111,8 @@ def test_a_dataset_workflow_runs_on_the_engine_and_resumes(tmp_path):
     doc["input"]["synthetic"].update(shape=[4, 30, 48], chunks=[2, 30, 48])
     doc["steps"][0]["mode"] = "nearest"  # wrap reads the far edge: the general path
     doc["chunks"] = [1, 30, 48]  # the engine makes its own blocks whatever the compute chunks
-    p = tmp_path / "g.yaml"
+    p = tmp_path / "workflows" / "g.yaml"  # its paths say ../demo-data/
+    p.parent.mkdir()
     p.write_text(yaml.safe_dump(doc))
     wf = batch.load(p)
     s = batch.run(wf, progress=False)

@@ -22,7 +22,8 @@ def small(name, tmp_path, shape=None, chunks=None, **changes):
     if shape is not None:
         doc["input"]["synthetic"].update(shape=shape, chunks=chunks)
     doc.update(changes)
-    p = tmp_path / f"{name}.yaml"
+    p = tmp_path / "workflows" / f"{name}.yaml"  # its paths say ../demo-data/: inside tmp_path
+    p.parent.mkdir(exist_ok=True)
     p.write_text(yaml.safe_dump(doc))
     return workflow.load(p)
 
@@ -108,7 +109,8 @@ def test_bad_workflows_one_clear_error_nothing_written(tmp_path, mutate, match):
     doc = yaml.safe_load((ROOT / "workflows" / "demo.yaml").read_text())
     doc["input"]["synthetic"].update(shape=[32, 32], chunks=[16, 16])
     mutate(doc)
-    p = tmp_path / "bad.yaml"
+    p = tmp_path / "workflows" / "bad.yaml"
+    p.parent.mkdir()
     p.write_text(yaml.safe_dump(doc))
     cmd = [sys.executable, "-m", "distconv.cli", "run", str(p), "--no-progress", "--cluster", str(_cpu_cluster(tmp_path))]
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
@@ -170,7 +172,8 @@ def _interrupt(out, marks):
 
 
 def _load_doc(tmp_path, doc):
-    p = tmp_path / "wf.yaml"
+    p = tmp_path / "workflows" / "wf.yaml"  # the ready workflows' paths say ../demo-data/
+    p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(yaml.safe_dump(doc))
     return workflow.load(p)
 
@@ -285,6 +288,7 @@ def test_dataset_variable_and_dims_checked_at_load(tmp_path):
     doc["steps"][0]["dim"] = "lon"
     wf = _load_doc(tmp_path, doc)
     workflow.run(wf, progress=False)  # writes the input
+    del doc["input"]["synthetic"]  # (another variable would be another synthetic input)
     doc["input"]["variable"] = "tempreature"
     with pytest.raises(workflow.WorkflowError, match="input.variable 'tempreature' is not in"):
         _load_doc(tmp_path, doc)

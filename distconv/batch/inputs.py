@@ -1,32 +1,28 @@
-"""Workflow inputs: a Zarr array or a dataset variable (made synthetic when asked and
-missing), cut to a region, planned into compute chunks and, on GPU workers, moved to the GPU."""
+"""Workflow inputs: a Zarr array or a dataset variable (synthetic.py writes one a workflow
+defines), cut to a region, planned into compute chunks and, on GPU workers, moved to the GPU."""
 
 from __future__ import annotations
 
-import dask.array as da
-import numpy as np
-
 from ..engine import storage
 from ..engine.location import Location
+from . import synthetic
 from .workflow import Workflow, WorkflowError, region_edges
 
 
-def ensure_input(wf: Workflow):
-    """Write the synthetic input when it is asked for and missing; refuse a missing input."""
+def ensure_input(wf: Workflow, client=None, progress: bool = False) -> float:
+    """Write the synthetic input when it is asked for and not written whole from this
+    definition (on ``client``; ``progress``: shown as it is written); refuse a missing input.
+    Returns the seconds spent writing it (0.0 when nothing was written)."""
     inp = wf.input
     if wf.opened is not None and wf.opened[1][1] is None:
         wf.opened = None  # the synthetic definition (written here, or by another workflow): open it stored
-    if not Location(inp["path"]).exists():
-        lazy = _synthetic(wf)
-        if "variable" in inp:
-            import warnings
-
-            with warnings.catch_warnings():  # consolidated metadata: xr.open_zarr then opens quietly
-                warnings.filterwarnings("ignore", message=".*[Cc]onsolidated metadata.*")
-                lazy.to_zarr(inp["path"], mode="w-", consolidated=True)
-        else:
-            s = inp["synthetic"]
-            da.store(lazy, storage.create(inp["path"], lazy.shape, s["chunks"], lazy.dtype), lock=False)
+    if "synthetic" not in inp:
+        if not Location(inp["path"]).exists():
+            raise WorkflowError(f"input.path {inp['path']!r} does not exist")
+        return 0.0
+    if synthetic.is_written(inp):
+        return 0.0
+    return synthetic.write(inp, client, progress)
 
 
 def lazy_input(wf: Workflow):
@@ -60,9 +56,11 @@ def stored_input(wf: Workflow):
 def _open(wf: Workflow):
     """(the whole input, lazy; the zarr.Array or Dataset it reads, or None when synthetic)."""
     inp = wf.input
-    if not Location(inp["path"]).exists():
-        arr = _synthetic(wf)
+    if "synthetic" in inp and not synthetic.is_written(inp):
+        arr = synthetic.definition(inp)  # nothing read: the check runs on its definition
         return (arr[inp["variable"]] if "variable" in inp else arr), None
+    if not Location(inp["path"]).exists():
+        raise WorkflowError(f"input.path {inp['path']!r} does not exist")
     if "variable" in inp:
         try:
             ds = open_dataset(inp["path"])
@@ -196,108 +194,3 @@ def plan(arr, chunks, gpu: bool):
     if chunks is not None:
         return arr.rechunk(tuple(chunks))
     return arr
-
-
-def _synthetic(wf: Workflow):
-    """The lazy synthetic input of ``wf`` (a Dataset when input.variable is set); a missing
-    input without a synthetic definition is an error."""
-    if "synthetic" not in wf.input:
-        raise WorkflowError(f"input.path {wf.input['path']!r} does not exist")
-    inp, spec = wf.input, wf.input["synthetic"]
-    args = (spec["shape"], spec["chunks"])
-    if "variable" in inp:
-        return synthetic_dataset(inp["variable"], *args, spec.get("dims"), spec.get("dtype", "float32"),
-                                 spec.get("seed", 0))
-    return synthetic(*args, spec.get("dtype", "float32"), spec.get("seed", 0))
-
-
-def synthetic_dataset(variable: str, shape, chunks, dims=None, dtype="float32", seed: int = 0):
-    """A lazy xarray dataset (time, lat, lon by default): a smooth field plus noise, in kelvin,
-    on coordinates that look like a globe (lat -90..90, lon 0..360 exclusive, hourly time)."""
-    import xarray as xr
-
-    dims = list(dims or ["time", "lat", "lon"][-len(shape):])
-    coords = {d: _coordinate(d, n) for d, n in zip(dims, shape)}
-    rs = da.random.RandomState(seed)
-    unit = [da.from_array(np.linspace(0.0, 1.0, n), chunks=c) for n, c in zip(shape, chunks)]
-    grids = da.meshgrid(*unit, indexing="ij")
-    field = sum(da.sin(2 * np.pi * (i + 1) * g) for i, g in enumerate(grids))
-    field = field + 0.1 * rs.standard_normal(tuple(shape), chunks=tuple(chunks))
-    kelvin = np.dtype(dtype).kind == "f"  # integers: the field's anomaly, spread as synthetic()'s
-    data = (field + 280.0).astype(dtype) if kelvin else _in_dtype(_spread(field, len(shape), dtype), dtype)
-    ds = xr.Dataset({variable: (dims, data.rechunk(tuple(chunks)))}, coords=coords,
-                    attrs={"title": "distconv synthetic dataset"})
-    if kelvin:
-        ds[variable].attrs["units"] = "K"
-    for d in dims:
-        ds[d].attrs.update(_COORD_ATTRS.get(d, {}))
-    return ds
-
-
-_COORD_ATTRS = {"lat": {"units": "degrees_north", "standard_name": "latitude"},
-                "lon": {"units": "degrees_east", "standard_name": "longitude"},
-                "time": {"long_name": "time", "units": "hours"}}
-
-
-def _coordinate(dim: str, n: int) -> np.ndarray:
-    if dim == "lat":
-        return np.linspace(-90.0, 90.0, n)
-    if dim == "lon":
-        return np.arange(n) * (360.0 / n)
-    return np.arange(n, dtype=np.float64)
-
-
-def synthetic(shape, chunks, dtype="float32", seed: int = 0):
-    """A lazy smooth random field with noise (so filters have structure to act on), in
-    ``dtype``: integers spread over up to +-1000 (0..1000 unsigned; within the dtype's range),
-    bool where the field is positive."""
-    rs = da.random.RandomState(seed)
-    noise = rs.standard_normal(tuple(shape), chunks=tuple(chunks))
-    grids = da.meshgrid(*[da.linspace(0, 6 * np.pi, n, chunks=c) for n, c in zip(shape, chunks)],
-                        indexing="ij")
-    field = sum(da.sin(g * (i + 1)) for i, g in enumerate(grids))
-    if np.dtype(dtype).kind == "f":  # summed in the dtype itself
-        return (field.astype(dtype) + 0.3 * noise.astype(dtype)).rechunk(tuple(chunks))
-    return _in_dtype(_spread(field + 0.3 * noise, len(shape), dtype), dtype).rechunk(tuple(chunks))
-
-
-def _spread(field, ndim: int, dtype):
-    """A field of ``ndim`` unit sines plus noise (|field| <= ndim + ~1) scaled for an integer
-    ``dtype``, so its integers take many values: up to +-1000 (0..1000 unsigned) within the
-    dtype's range; as it is for other dtypes."""
-    dt = np.dtype(dtype)
-    if dt.kind not in "iu":
-        return field
-    half = min(1000, np.iinfo(dt).max) / (2 if dt.kind == "u" else 1)
-    return (field / (ndim + 1.5)).clip(-1, 1) * half + (half if dt.kind == "u" else 0)
-
-
-def _in_dtype(values, dtype):
-    """Float ``values`` as ``dtype``: integers rounded and clipped to its range (a cast alone
-    wraps around), bool where positive."""
-    dt = np.dtype(dtype)
-    if dt.kind == "b":
-        return values > 0
-    if dt.kind in "iu":
-        info = np.iinfo(dt)
-        return da.round(values).clip(info.min, info.max).astype(dt)
-    return values.astype(dt)
-
-
-def synthetic_dtype_problem(value) -> str | None:
-    """Why ``input.synthetic.dtype`` cannot be made, or None: it must name a dtype distconv
-    processes (float32/float64, integers or bool)."""
-    allowed = "float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64 or bool"
-    try:
-        dt = np.dtype(value) if isinstance(value, str) else None
-    except TypeError:
-        dt = None
-    if dt is not None and dt.kind in "biuf" and dt != np.float16:
-        return None
-    import difflib
-
-    if dt is not None:
-        return f"input.synthetic.dtype {value!r} is a dtype distconv does not process; allowed: {allowed}"
-    near = difflib.get_close_matches(str(value), allowed.replace(" or", ",").split(", "), n=1)
-    hint = f" (did you mean {near[0]!r}?)" if near else ""
-    return f"input.synthetic.dtype {value!r} is not a dtype{hint}; allowed: {allowed}"

@@ -14,14 +14,15 @@ chunks, behind a completion marker written last. Two kinds:
 
 from __future__ import annotations
 
-import difflib
+import os
 from pathlib import Path
 
 import yaml
 
+from ..core.checks import did_you_mean
 from ..engine import ownership, storage
 from ..engine.location import is_url
-from .inputs import synthetic_dtype_problem
+from .synthetic import synthetic_dtype_problem
 from .steps import UnknownStep, step_function
 from .validate import check
 from .workflow import REGION_EDGES, Workflow, WorkflowError, region_edges
@@ -40,16 +41,27 @@ def _keys(section: str, got, allowed: set, problems: list) -> bool:
     if not isinstance(got, dict):
         problems.append(f"{section} must be a mapping, got {got!r}")
         return False
-    for key in sorted(set(got) - allowed, key=str):
-        near = difflib.get_close_matches(str(key), sorted(allowed), n=1)
-        hint = f" (did you mean {near[0]!r}?)" if near else ""
-        problems.append(f"{section}: unknown key {key!r}{hint}; allowed: {', '.join(sorted(allowed))}")
+    unknown = [f"{section}: unknown key {key!r}{did_you_mean(key, sorted(allowed))}"
+               for key in sorted(set(got) - allowed, key=str)]
+    if unknown:  # the allowed keys once, after the last unknown one
+        unknown[-1] += f"; allowed: {', '.join(sorted(allowed))}"
+    problems += unknown
     return True
 
 
-def _resolve(base: Path, p: str) -> str:
-    """A local path made absolute against ``base``; a URL (``s3://...``) as written."""
-    return p if is_url(p) else str((base / p).resolve())
+def _resolve(base: Path, key: str, p, problems: list) -> str:
+    """A local path made absolute against ``base`` (the workflow file's folder), ``~`` and
+    ``~user`` expanded as a shell does; a URL (``s3://...``) as written."""
+    if not isinstance(p, str) or not p:
+        problems.append(f"{key} must be a path, got {p!r}")
+        return str(p)
+    if is_url(p):
+        return p
+    home = os.path.expanduser(p)
+    if home.startswith("~"):  # a user with no home here: a folder named '~x' is never meant
+        problems.append(f"{key} {p!r} starts with '~' but {p.split('/')[0]!r} names no user "
+                        "with a home folder here")
+    return str((base / home).resolve())
 
 
 def _local(key: str, p: str | None, problems: list):
@@ -59,9 +71,9 @@ def _local(key: str, p: str | None, problems: list):
 
 
 def load(path) -> Workflow:
-    """Parse and check a workflow file (safe YAML); relative paths resolve against the project
-    folder (the parent of workflows/) or the file's own folder. Every problem found is
-    reported in one WorkflowError, each naming its key."""
+    """Parse and check a workflow file (safe YAML); relative paths resolve against the folder
+    the file is in, as docker compose and dvc resolve theirs. Every problem found is reported
+    in one WorkflowError, each naming its key."""
     p = Path(path)
     if not p.is_file():
         raise WorkflowError(f"workflow file {str(p)!r} does not exist")
@@ -69,6 +81,8 @@ def load(path) -> Workflow:
         doc = yaml.safe_load(p.read_text())
     except yaml.YAMLError as e:
         raise WorkflowError(f"workflow {str(p)!r} is not valid YAML: {e}") from None
+    if doc is None:
+        raise WorkflowError(f"workflow {str(p)!r} is empty; it needs input, steps and outputs")
     problems: list[str] = []
     if not _keys("workflow", doc, TOP_KEYS, problems):
         raise WorkflowError(problems[0])
@@ -84,7 +98,7 @@ def load(path) -> Workflow:
         problems.append(f"overwrite must be true or false, got {doc['overwrite']!r}")
     if missing:
         raise WorkflowError("; ".join(problems))
-    base = p.resolve().parent.parent if p.resolve().parent.name == "workflows" else p.resolve().parent
+    base = Path(os.path.abspath(p)).parent
     inp = dict(doc["input"]) if isinstance(doc["input"], dict) else doc["input"]
     out = dict(doc["outputs"]) if isinstance(doc["outputs"], dict) else doc["outputs"]
     shaped = _keys("input", inp, INPUT_KEYS, problems) & _keys("outputs", out, OUTPUT_KEYS, problems)
@@ -95,8 +109,8 @@ def load(path) -> Workflow:
     if not shaped or "path" not in out:
         problems += [] if not shaped else ["outputs: missing key 'path'"]
         raise WorkflowError("; ".join(problems))
-    out["path"] = _resolve(base, out["path"])
-    report = _resolve(base, doc["report"]) if doc.get("report") else None
+    out["path"] = _resolve(base, "outputs.path", out["path"], problems)
+    report = _resolve(base, "report", doc["report"], problems) if doc.get("report") else None
     _local("report", report, problems)
     if kind == "bovw":
         _local("outputs.path", out["path"], problems)
@@ -115,7 +129,9 @@ def load(path) -> Workflow:
     wf = Workflow(name=doc.get("name", p.stem), kind=kind, source=p, input=inp, steps=checked,
                   outputs=out, chunks=doc.get("chunks", "auto"), overwrite=doc.get("overwrite") is True,
                   device=device, report=report)
-    if kind == "array" and "path" in inp:
+    synth = inp.get("synthetic") if "synthetic" in inp else {"shape": None, "chunks": None}
+    undefined = not isinstance(synth, dict) or not {"shape", "chunks"} <= set(synth)  # said above
+    if kind == "array" and "path" in inp and not undefined:
         problems += check(wf, numbers)
     if problems:
         raise WorkflowError("; ".join(problems))
@@ -126,7 +142,10 @@ def _check_array(inp, out, steps, base, problems):
     if "path" not in inp:
         problems.append("input: missing key 'path'")
     else:
-        inp["path"] = _resolve(base, inp["path"])
+        said = len(problems)
+        inp["path"] = _resolve(base, "input.path", inp["path"], problems)
+        if len(problems) > said:  # its problem is said: nothing is opened there
+            del inp["path"]
     if "synthetic" in inp and _keys("input.synthetic", inp["synthetic"], SYNTH_KEYS, problems):
         problems += [f"input.synthetic: missing key {k!r}" for k in ("shape", "chunks")
                      if k not in inp["synthetic"]]
@@ -140,7 +159,7 @@ def _check_array(inp, out, steps, base, problems):
     if "histogram" in out and _keys("outputs.histogram", out["histogram"], HIST_KEYS, problems):
         for k in ("json", "png"):
             if k in out["histogram"]:
-                out["histogram"][k] = _resolve(base, out["histogram"][k])
+                out["histogram"][k] = _resolve(base, f"outputs.histogram.{k}", out["histogram"][k], problems)
                 _local(f"outputs.histogram.{k}", out["histogram"][k], problems)
     dims = "variable" in inp
     checked, numbers = [], []  # the steps that name a known op, and their places in the file

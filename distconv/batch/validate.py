@@ -5,15 +5,16 @@ step and the key. Nothing is computed or written here."""
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import warnings
 from dataclasses import replace
 
 import numpy as np
 
-from .inputs import cut_result, lazy_input, region_problems, synthetic_dtype_problem, whole_input
+from ..core.checks import did_you_mean
+from .inputs import cut_result, lazy_input, region_problems, whole_input
 from .steps import step_function
+from .synthetic import synthetic_dtype_problem
 from .workflow import Workflow, WorkflowError, region_edges
 
 
@@ -75,9 +76,7 @@ def _unknown_keys(fn, params: dict) -> str | None:
              if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     for key in params:
         if key not in names:
-            near = difflib.get_close_matches(key, names, n=1)
-            hint = f" (did you mean {near[0]!r}?)" if near else ""
-            return f"unknown key {key!r}{hint}; allowed: {', '.join(names)}"
+            return f"unknown key {key!r}{did_you_mean(key, names)}; allowed: {', '.join(names)}"
     missing = [n for n, p in list(sig.parameters.items())[1:]
                if p.default is inspect.Parameter.empty and p.kind != p.VAR_KEYWORD and n not in params]
     if missing:

@@ -107,6 +107,8 @@ def real(value, name: str) -> float:
 def per_axis(value, ndim: int, name: str, cast=float) -> tuple:
     """A scalar broadcast to every axis, or a sequence of exactly ``ndim`` values."""
     def one(v):
+        if isinstance(v, (str, bytes)):  # float("2") would pass where scipy raises TypeError
+            raise TypeError(f"{name} must be a number, or one per axis, got {value!r}")
         try:
             return cast(v)
         except (TypeError, ValueError):
@@ -139,6 +141,35 @@ def origins(origin, shape: tuple, name: str = "origin") -> tuple:
         if not 0 <= k // 2 + o < k:
             raise ValueError(f"{name}={origin!r} puts the centre outside a mask of shape {shape}")
     return org
+
+
+def did_you_mean(value, allowed) -> str:
+    """The hint an error about an unknown name ends with: `` (did you mean 'x'?)`` naming the
+    closest of ``allowed`` to ``value``, or '' when none is close.
+
+    Parameters
+    ----------
+    value : object
+        What was given (compared as text).
+    allowed : iterable
+        The names that are allowed.
+
+    Returns
+    -------
+    str
+        The hint, with its leading space, or ''.
+
+    Examples
+    --------
+    >>> did_you_mean("guassian_filter", ["gaussian_filter", "uniform_filter"])
+    " (did you mean 'gaussian_filter'?)"
+    >>> did_you_mean("xyz", ["gaussian_filter"])
+    ''
+    """
+    import difflib
+
+    near = difflib.get_close_matches(str(value), [str(a) for a in allowed], n=1)
+    return f" (did you mean {near[0]!r}?)" if near else ""
 
 
 class DistconvWarning(UserWarning):

@@ -4,13 +4,13 @@ nvidia-smi: the client never touches a GPU."""
 
 from __future__ import annotations
 
-import difflib
 import os
 from pathlib import Path
 
 import yaml
 
 from ..backends.devices import gpu_count, gpu_stack_available
+from ..core.checks import did_you_mean
 
 DEFAULTS = {
     "type": "auto",                 # auto | cuda | cpu | address
@@ -36,24 +36,44 @@ class ClusterConfigError(ValueError):
 
 
 def load_config(config=None) -> dict:
-    """Merge ``config`` (path, dict or None -> ./cluster.yaml if present) over the defaults."""
+    """Merge ``config`` (path, dict or None -> ./cluster.yaml if present) over the defaults.
+
+    Every problem is reported at once in one ClusterConfigError that names the file it came
+    from (a ./cluster.yaml read by default may be some other tool's file) and lists the
+    allowed keys once."""
+    where = "cluster config"
     if config is None:
-        config = "cluster.yaml" if Path("cluster.yaml").is_file() else {}
+        found = Path("cluster.yaml").is_file()
+        if found:
+            where = "cluster config './cluster.yaml' (read by default: it is in the current folder)"
+        config = "cluster.yaml" if found else {}
     if isinstance(config, (str, os.PathLike)):
         path = Path(config)
         if not path.is_file():
             raise ClusterConfigError(f"cluster config {str(path)!r} does not exist")
-        config = yaml.safe_load(path.read_text()) or {}
+        where = where if where != "cluster config" else f"cluster config {str(path)!r}"
+        try:
+            config = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as e:
+            raise ClusterConfigError(f"{where} is not valid YAML: {e}") from None
+        config = {} if config is None else config  # an empty file: the defaults
+    problems = _problems(config)
+    if problems:
+        raise ClusterConfigError(f"{where}: " + "; ".join(problems))
+    return {**DEFAULTS, **config.get("cluster", config)}
+
+
+def _problems(config) -> list[str]:
+    """Every problem of a cluster config (a mapping, or one under the key ``cluster``)."""
     if not isinstance(config, dict):
-        raise ClusterConfigError(f"cluster config must be a mapping, got {type(config).__name__}")
+        return [f"must be a mapping, got {type(config).__name__}"]
     config = config.get("cluster", config)
     if not isinstance(config, dict):
-        raise ClusterConfigError(f"cluster config: 'cluster' must be a mapping, got {config!r}")
-    problems = []
-    for key in sorted(set(config) - set(DEFAULTS), key=str):
-        near = difflib.get_close_matches(str(key), list(DEFAULTS), n=1)
-        hint = f" (did you mean {near[0]!r}?)" if near else ""
-        problems.append(f"unknown cluster key {key!r}{hint}; allowed: {', '.join(DEFAULTS)}")
+        return [f"'cluster' must be a mapping, got {config!r}"]
+    problems = [f"unknown cluster key {key!r}{did_you_mean(key, DEFAULTS)}"
+                for key in sorted(set(config) - set(DEFAULTS), key=str)]
+    if problems:
+        problems[-1] += f"; allowed keys: {', '.join(DEFAULTS)}"
     cfg = {**DEFAULTS, **config}
     if cfg["type"] not in TYPES:
         problems.append(f"cluster key 'type' is {cfg['type']!r}; allowed: {', '.join(TYPES)}")
@@ -70,9 +90,7 @@ def load_config(config=None) -> dict:
             problems.append("cluster key 'tls' must be a mapping with ca_file, cert, key")
     if not isinstance(cfg["processes"], bool):
         problems.append(f"cluster key 'processes' must be true or false, got {cfg['processes']!r}")
-    if problems:
-        raise ClusterConfigError("; ".join(problems))
-    return cfg
+    return problems
 
 
 def resolve_type(cfg: dict) -> str:
