@@ -49,7 +49,10 @@ def info(cluster_path):
 @click.option("--report", "report_dir", default=None, metavar="DIR", help="write DIR/report.md: the steps "
               "with their arguments, input and output, seconds per stage, and a plot of the blocks over "
               "time per worker (DIR/timeline.png)")
-def run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, report_dir):
+@click.option("--dry-run", "-n", "dry_run", is_flag=True, help="check everything the run checks and say "
+              "what it would do (the path, blocks, halo, the output's layout, what --resume or "
+              "--overwrite would do), starting no cluster and writing nothing")
+def run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, report_dir, dry_run):
     """Run batch workflows, in turn, on one cluster (started once for all of them)."""
     params = dict(locals())  # this command's arguments, for its body and the warm process
     code = command.run(params)

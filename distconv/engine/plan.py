@@ -103,12 +103,16 @@ def cpu_block_bytes(nbytes: int, most: int) -> int:
     worker of the current cluster (dask's default client; one worker without) fewer than
     BLOCKS_PER_WORKER blocks, down to MIN_CPU_BLOCK_BYTES. Before, a small job gave each worker
     one block: its progress jumped from 0 to done, and Ctrl-C kept nothing for --resume."""
-    try:
-        from distributed import default_client
+    import sys
 
-        workers = len(default_client().scheduler_info()["workers"]) or 1
-    except (ImportError, ValueError):  # no client: dask's threads in this process
-        workers = 1
+    workers = 1  # no client: dask's threads in this process
+    if "distributed" in sys.modules:  # else no client can exist: not worth importing it to ask
+        try:
+            from distributed import default_client
+
+            workers = len(default_client().scheduler_info()["workers"]) or 1
+        except (ImportError, ValueError):
+            pass
     return min(most, max(MIN_CPU_BLOCK_BYTES, nbytes // (BLOCKS_PER_WORKER * workers)))
 
 

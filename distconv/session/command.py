@@ -42,8 +42,10 @@ def problem(msg: str) -> int:
 
 
 def _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, current, handed_start,
-         report_dir=None) -> int:
+         report_dir=None, dry_run=False) -> int:
     started = handed_start or process_start()
+    if dry_run:
+        return _dry_run(workflow_paths, cluster_path, overwrite, resume)
     warmed = warm_workers(cluster_path)  # the workers' imports run beside this process's and the check
     # a fresh node's kernels built beside the check and the cluster's start, not in the blocks
     builds = KernelBuilds.start(cluster_path) if warmed else None
@@ -129,6 +131,43 @@ def _checked_run(workflow_paths, cluster_path, overwrite, resume, no_progress, j
     if json_path:
         with open(json_path, "w") as f:
             json.dump(summaries[0] if len(workflow_paths) == 1 else summaries, f, indent=1, default=str)
+    return 0
+
+
+def _dry_run(workflow_paths, cluster_path, overwrite, resume) -> int:
+    """`distconv run --dry-run`: the same check as a run (exit 2 with every problem), then what
+    each workflow's run would do; no cluster, nothing written."""
+    from .. import batch as workflow
+    from ..batch.dry_run import describe
+    from .config import resolve_type
+
+    problems, todo = [], []
+    for path in workflow_paths:
+        where = f"{path}: " if len(workflow_paths) > 1 else ""
+        try:
+            wf = workflow.load(path)
+            job = workflow.job_of(wf) if wf.kind == "array" else {}
+            todo.append((wf, workflow.preflight(wf, overwrite or None, resume, job)))
+        except workflow.WorkflowError as e:
+            problems.append(where + str(e))
+    try:
+        cfg = load_config(cluster_path)
+        kind = resolve_type(cfg) if cfg["type"] != "address" else "address"
+    except ClusterConfigError as e:
+        problems.append(str(e))
+    if problems:
+        return problem("; ".join(problems))
+    if kind == "address":
+        print(f"distconv: cluster: the scheduler at {cfg['address']} (not contacted)", flush=True)
+    else:
+        print(f"distconv: cluster: {'GPU workers (LocalCUDACluster)' if kind == 'cuda' else 'CPU workers'}, "
+              "started for the run", flush=True)
+    for wf, action in todo:
+        if wf.kind != "array":
+            print(f"{wf.name}: a {wf.kind} workflow -> {wf.outputs['path']}", flush=True)
+            continue
+        gpu = kind != "cpu" and wf.device != "cpu"
+        print(describe(wf, action, gpu), flush=True)
     return 0
 
 
