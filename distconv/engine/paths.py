@@ -20,7 +20,7 @@ from .ownership import OutputError
 
 MARK_KEY, MARK_VALUE = "written_by", "distconv"  # in a JSON document and a PNG's text chunks
 MARK_LINE = "<!-- written by distconv: a later run may replace this file -->"  # a report's first line
-KINDS = {"json": (".json",), "png": (".png",), "markdown": ()}  # suffixes a kind needs (none: any)
+KINDS = {"json": (), "png": (".png",), "markdown": ()}  # the suffix a kind needs (matplotlib reads it)
 
 
 def key(path) -> str:
