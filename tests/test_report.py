@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from distconv import batch
 from distconv.cli import main
+from distconv.engine import paths
 
 from .helpers import small_engine_blocks
 
@@ -137,7 +138,7 @@ def test_a_report_folder_holding_the_users_own_report_is_refused_and_left_as_it_
     for k in range(2):  # the second run replaces the first's report
         res = _run(wf, "--cluster", c, "--report", tmp_path / "rep", "--overwrite")
         assert res.exit_code == 0, res.output
-    assert (tmp_path / "rep" / "report.md").read_text().startswith("# distconv run report\n")
+    assert (tmp_path / "rep" / "report.md").read_text().startswith(paths.MARK_LINE + "\n# distconv run report\n")
 
 
 def test_the_hist_workflows_report_lists_its_steps(tmp_path):
