@@ -44,6 +44,8 @@ class _AccessorStandIn:
     whole from the ops' registry, registers them in its place. The ops are not imported inside
     xarray's own import, where the import of an op that pulled xarray in is still under way."""
 
+    stand_in = True  # how distconv/xarray.py knows it (without importing this module back)
+
     def __get__(self, obj, cls):
         from . import xarray  # noqa: F401  (replaces this stand-in with the accessor)
 

@@ -16,7 +16,6 @@ import functools
 
 import xarray as xr
 
-from . import _AccessorStandIn
 from .ops import named
 from .ops.registry import OPS
 
@@ -125,7 +124,7 @@ def _with_ops(wrap):
 
 
 for _cls in (xr.DataArray, xr.Dataset):  # distconv/__init__'s stand-in makes way for the accessor
-    if isinstance(vars(_cls).get("distconv"), _AccessorStandIn):
+    if getattr(vars(_cls).get("distconv"), "stand_in", False):
         delattr(_cls, "distconv")
 
 

@@ -222,3 +222,10 @@ def test_the_accessor_is_there_when_an_op_imported_xarray_first():
                   "with contextlib.redirect_stdout(buf): help(xr.DataArray.distconv)\n"
                   "print('gaussian_filter(' in buf.getvalue())")
     assert out.splitlines() == ["[1.354, 1.646]", "True"]
+
+
+def test_the_run_report_may_not_write_a_workflows_own_file(tmp_path):
+    _project(tmp_path, report="R/report.md")
+    res = _run(tmp_path, "--report", "R")
+    _refused(tmp_path, res, "--report 'R' would write", "which is report of workflow 'wf'")
+    assert not (tmp_path / "R").exists()

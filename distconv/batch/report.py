@@ -132,7 +132,7 @@ def report_dir_problems(folder: str, workflows: list) -> list[str]:
     """Why ``--report`` cannot write into ``folder`` (checked before the cluster starts or
     anything is written): it is a file, lies inside (or is) an input or an output of one of
     ``workflows``, is a URL, cannot be made, or holds a report or plot that distconv did not
-    write (each must carry distconv's mark, engine/paths.py) or that a workflow writes.
+    write (each must carry distconv's mark, engine/paths.py).
 
     Parameters
     ----------
@@ -149,7 +149,6 @@ def report_dir_problems(folder: str, workflows: list) -> list[str]:
     import os
 
     from ..engine.location import is_url
-    from .outputs import workflow_files
 
     name = f"--report {folder!r}"
     if is_url(folder):
@@ -175,9 +174,6 @@ def report_dir_problems(folder: str, workflows: list) -> list[str]:
         if os.path.lexists(f) and not (os.path.isfile(f) and paths.is_ours(f, kind)):
             problems.append(f"{name} holds {os.path.basename(f)!r}, which distconv did not write; choose another "
                             "folder or remove it yourself")
-            continue
-        problems += [f"{name} would write {f!r}, which is {g.key} of workflow {wf.name!r}; choose another folder"
-                     for wf in workflows for g in workflow_files(wf) if paths.key(g.path) == paths.key(f)]
     return problems
 
 

@@ -135,15 +135,21 @@ def _checked_run(workflow_paths, cluster_path, overwrite, resume, no_progress, j
 
 def _report_problems(report_dir: str, workflows: list) -> list[str]:
     """Why ``--report`` cannot write its report into ``report_dir`` (batch.report says where it
-    may), or that matplotlib, which draws its plots, is missing: before any work."""
+    may; none of its files may be one a workflow writes), or that matplotlib, which draws its
+    plots, is missing: before any work."""
     import importlib.util
 
-    from ..batch.report import report_dir_problems
+    from ..batch.outputs import workflow_files
+    from ..batch.report import report_dir_problems, report_files
+    from ..engine import paths
 
     if importlib.util.find_spec("matplotlib") is None:
         return [f"--report {report_dir!r} draws its plots with matplotlib, which is not installed "
                 f"(pip install matplotlib)"]
-    return report_dir_problems(report_dir, workflows)
+    problems = report_dir_problems(report_dir, workflows)
+    return problems or [f"--report {report_dir!r} would write {f!r}, which is {g.key} of workflow {wf.name!r}; "
+                        "choose another folder" for f, _ in report_files(report_dir, len(workflows))
+                        for wf in workflows for g in workflow_files(wf) if paths.key(g.path) == paths.key(f)]
 
 
 def _json_problems(json_path: str, workflows: list = (), report_dir: str | None = None) -> list[str]:
