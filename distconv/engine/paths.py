@@ -53,7 +53,7 @@ def clash(shown: str, path: str, other: str, label: str) -> str | None:
     """Why ``path`` (named ``shown`` in the message) may not be written beside ``label``
     ``other``: one is, holds or lies inside the other (None: they are apart)."""
     a, b = key(path), key(other)
-    if a != absolute(path):  # a link or a relative path: say where it leads
+    if a != absolute(path):  # through a link (or ".."): say where it leads
         shown = f"{shown} (that is {a!r})"
     if a == b:
         return f"{shown} is {label} {b!r}"
