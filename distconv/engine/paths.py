@@ -68,6 +68,8 @@ def stores_read(x) -> list[str]:
     """The Zarr stores a lazy result reads (their roots: local folders or URLs), found on its
     dask graph: the zarr arrays behind ``da.from_zarr`` and ``xr.open_zarr``, and the arrays
     distconv's declared layers read (graph/declared.py). A numpy or cupy array reads none."""
+    from dask.blockwise import Blockwise
+
     from ..core import checks
     from ..graph.declared import Declared
 
@@ -77,6 +79,7 @@ def stores_read(x) -> list[str]:
     else:
         datas = [x]
     found: dict = {}
+    walk = _zarr_finder(found)
     layers_seen: set = set()
     todo = [d for d in datas if checks.array_kind(d) == "dask"]
     while todo:
@@ -86,41 +89,56 @@ def stores_read(x) -> list[str]:
                 continue
             layers_seen.add(name)
             if isinstance(layer, Declared) and checks.array_kind(layer.source) == "dask":
-                todo.append(layer.source)
-            for value in dict(layer).values():
-                _zarr_arrays(value, found)
+                todo.append(layer.source)  # its tasks read only its source: not walked one by one
+            elif isinstance(layer, Blockwise):  # its task, once, and its constant arguments
+                walk(layer.task)
+                walk([value for value, index in layer.indices if index is None])
+            else:
+                for value in dict(layer).values():
+                    walk(value)
     roots = (_store_root(z.store) for z in found.values())
     return sorted({r for r in roots if r is not None})
 
 
-def _zarr_arrays(obj, found: dict, depth: int = 0):
-    """The zarr arrays inside one graph value (a task, its arguments, xarray's lazy wrappers)."""
-    import zarr
-    from dask._task_spec import DataNode, Task
+def _zarr_finder(found: dict):
+    """A function that adds to ``found`` the zarr arrays inside one graph value (a task, its
+    arguments, xarray's lazy wrappers)."""
+    import functools
 
-    if depth > 32 or obj is None or isinstance(obj, (str, bytes, int, float, complex, slice, range)):
-        return
-    if isinstance(obj, zarr.Array):
-        found[id(obj)] = obj
-    elif isinstance(obj, Task):
-        for a in (*obj.args, *obj.kwargs.values()):
-            _zarr_arrays(a, found, depth + 1)
-    elif isinstance(obj, DataNode):
-        _zarr_arrays(obj.value, found, depth + 1)
-    elif isinstance(obj, (tuple, list, set, frozenset)):
-        for a in obj:
-            _zarr_arrays(a, found, depth + 1)
-    elif isinstance(obj, dict):
-        for a in obj.values():
-            _zarr_arrays(a, found, depth + 1)
-    elif hasattr(obj, "func") and hasattr(obj, "args"):  # functools.partial
-        for a in (*obj.args, *(obj.keywords or {}).values()):
-            _zarr_arrays(a, found, depth + 1)
-    elif type(obj).__module__.startswith("xarray."):  # xarray's lazy indexing wrappers
-        for attr in ("array", "_array"):
-            inner = getattr(obj, attr, None)
-            if inner is not None:
-                _zarr_arrays(inner, found, depth + 1)
+    import zarr
+
+    try:
+        from dask._task_spec import DataNode, Task
+    except ImportError:  # a dask whose tasks are plain tuples
+        DataNode = Task = ()
+    plain = (str, bytes, int, float, complex, slice, range, type(None))
+
+    def walk(obj, depth: int = 0):
+        if depth > 32 or isinstance(obj, plain):
+            return
+        if isinstance(obj, zarr.Array):
+            found[id(obj)] = obj
+        elif isinstance(obj, Task):
+            for a in (*obj.args, *obj.kwargs.values()):
+                walk(a, depth + 1)
+        elif isinstance(obj, DataNode):
+            walk(obj.value, depth + 1)
+        elif isinstance(obj, (tuple, list, set, frozenset)):
+            for a in obj:
+                walk(a, depth + 1)
+        elif isinstance(obj, dict):
+            for a in obj.values():
+                walk(a, depth + 1)
+        elif isinstance(obj, functools.partial):
+            for a in (*obj.args, *(obj.keywords or {}).values()):
+                walk(a, depth + 1)
+        elif type(obj).__module__.startswith("xarray."):  # xarray's lazy indexing wrappers
+            for attr in ("array", "_array"):
+                inner = getattr(obj, attr, None)
+                if inner is not None:
+                    walk(inner, depth + 1)
+
+    return walk
 
 
 def _store_root(store) -> str | None:
