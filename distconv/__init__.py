@@ -49,6 +49,8 @@ class _AccessorStandIn:
     def __get__(self, obj, cls):
         from . import xarray  # noqa: F401  (replaces this stand-in with the accessor)
 
+        if any(vars(c).get("distconv") is self for c in cls.__mro__):  # looked up while that import runs
+            raise AttributeError(f"{cls.__name__}.distconv is being defined")
         return getattr(cls if obj is None else obj, "distconv")
 
 
