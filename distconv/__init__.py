@@ -3,8 +3,8 @@ N-D arrays (numpy, cupy, dask, xarray), on every GPU of a node.
 
 Importing distconv never imports cupy and never touches a GPU. It imports none of dask.array,
 xarray or zarr either: the ops load on first use (``dc.gaussian_filter`` and the others,
-``dc.to_zarr``), and the ``.distconv`` accessor is registered as soon as xarray is imported,
-before or after distconv. So a `distconv run` handed to the process kept warm beside a running
+``dc.to_zarr``), and the ``.distconv`` accessor is there as soon as xarray is imported,
+before or after distconv (the ops load when it is first looked up). So a `distconv run` handed to the process kept warm beside a running
 cluster (distconv/session/handoff.py) starts in a fraction of a second.
 """
 
@@ -38,10 +38,32 @@ def __dir__():
     return sorted({*globals(), *__getattr__("__all__")})
 
 
+class _AccessorStandIn:
+    """``.distconv`` on xarray's DataArray and Dataset until it is first looked up (the class's
+    ``help()`` and ``dir()`` included): then distconv/xarray.py, which defines the accessors
+    whole from the ops' registry, registers them in its place. The ops are not imported inside
+    xarray's own import, where the import of an op that pulled xarray in is still under way."""
+
+    stand_in = True  # how distconv/xarray.py knows it (without importing this module back)
+
+    def __get__(self, obj, cls):
+        from . import xarray  # noqa: F401  (replaces this stand-in with the accessor)
+
+        if any(vars(c).get("distconv") is self for c in cls.__mro__):  # looked up while that import runs
+            raise AttributeError(f"{cls.__name__}.distconv is being defined")
+        return getattr(cls if obj is None else obj, "distconv")
+
+
+def _stand_in(xr):
+    for cls in (xr.DataArray, xr.Dataset):
+        if "distconv" not in vars(cls):
+            setattr(cls, "distconv", _AccessorStandIn())
+
+
 class _AccessorOnXarrayImport:
-    """A finder ahead of the others that, the first time xarray is imported, registers the
-    accessor right after xarray's own module has run (distconv/xarray.py imports nothing else,
-    so this is safe inside any import that pulls xarray in, dask.array's included)."""
+    """A finder ahead of the others that, the first time xarray is imported, puts the
+    accessor's stand-in on its classes right after xarray's own module has run (that imports
+    nothing, so it is safe inside any import that pulls xarray in)."""
 
     def find_spec(self, name, path=None, target=None):
         if name != "xarray":
@@ -56,14 +78,14 @@ class _AccessorOnXarrayImport:
 
             def exec_module(module):
                 run(module)
-                importlib.import_module(f"{__name__}.xarray")
+                _stand_in(module)
 
             spec.loader.exec_module = exec_module
         return spec
 
 
 if "xarray" in sys.modules:
-    from . import xarray as _xarray_accessor  # noqa: F401  (registers .distconv)
+    _stand_in(sys.modules["xarray"])
 else:
     import importlib.util
 

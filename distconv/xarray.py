@@ -1,14 +1,13 @@
-"""The ``.distconv`` accessor on xarray DataArray and Dataset (registered when xarray is
-imported: distconv/__init__.py).
+"""The ``.distconv`` accessor on xarray DataArray and Dataset (registered when it is first
+looked up, or when this module is imported: distconv/__init__.py).
 
 Every op of the registry with a named form takes dimension names instead of axes and keeps
 dims, coords, attrs and name (ops/named.py). Every per-dim argument (size, sigma, order, mode,
 cval, origin, spacing, footprint) is read one way, by ops/per_dim.py: one value, a sequence in
 the order the call names its dims, or {dim: value}; the dims a call does not name are left
 alone. Dataset methods apply to each data variable that has the dims the call names and pass
-the others through unchanged. This module imports only xarray: the
-methods are attached from the registry when an accessor is first made, so registering it costs
-nothing of dask's or the ops' imports.
+the others through unchanged. The methods are made from the registry as the classes are
+defined, so ``help()``, ``dir()`` and tab completion see them before first use.
 """
 
 from __future__ import annotations
@@ -17,24 +16,8 @@ import functools
 
 import xarray as xr
 
-
-@xr.register_dataarray_accessor("distconv")
-class DataArrayAccessor:
-    """``da.distconv``: distconv's ops on a DataArray by dim names (dims, coords, attrs and
-    name kept; lazy on dask-backed data, on the GPU for cupy-backed data)."""
-
-    def __init__(self, obj: xr.DataArray):
-        self._obj = obj
-        _attach_methods()
-
-
-@xr.register_dataset_accessor("distconv")
-class DatasetAccessor:
-    """Dataset ops: each data variable having every named dim is transformed, others kept."""
-
-    def __init__(self, obj: xr.Dataset):
-        self._obj = obj
-        _attach_methods()
+from .ops import named
+from .ops.registry import OPS
 
 
 def _array_method(func):
@@ -46,8 +29,6 @@ def _array_method(func):
 
 
 def _dataset_method(func):
-    from .ops import named
-
     @functools.wraps(func)
     def method(self, *args, **kwargs):
         return named.on_dataset(self._obj, func, *args, **kwargs)
@@ -99,8 +80,9 @@ def _to_zarr(self, path, *, overwrite=False, client=None, progress=False, chunks
     Raises
     ------
     OutputError
-        (a ValueError) ``path`` holds something distconv did not write, or a finished
-        output without ``overwrite=True``; nothing is touched then.
+        (a ValueError) ``path`` is, holds or lies inside a Zarr store the data reads, holds
+        something distconv did not write, or a finished output without ``overwrite=True``;
+        nothing is touched then.
     ValueError
         ``chunks`` not ``{dim: positive size}`` for dims of the data.
 
@@ -127,15 +109,39 @@ def _to_zarr(self, path, *, overwrite=False, client=None, progress=False, chunks
     return stores.to_zarr(self._obj, path, overwrite=overwrite, client=client, progress=progress, chunks=chunks)
 
 
-@functools.cache
-def _attach_methods():
-    """Every named op of the registry as a method of both accessors (once, on first use)."""
-    from .ops.registry import OPS
+def _with_ops(wrap):
+    """A class decorator: every named op of the registry as a method (made by ``wrap``), and
+    ``to_zarr``."""
 
-    for op in OPS.values():
-        if op.named is not None:
-            setattr(DataArrayAccessor, op.name, _array_method(op.named))
-            setattr(DatasetAccessor, op.name, _dataset_method(op.named))
+    def define(cls):
+        for op in OPS.values():
+            if op.named is not None:
+                setattr(cls, op.name, wrap(op.named))
+        cls.to_zarr = _to_zarr
+        return cls
+
+    return define
 
 
-DataArrayAccessor.to_zarr = DatasetAccessor.to_zarr = _to_zarr
+for _cls in (xr.DataArray, xr.Dataset):  # distconv/__init__'s stand-in makes way for the accessor
+    if getattr(vars(_cls).get("distconv"), "stand_in", False):
+        delattr(_cls, "distconv")
+
+
+@xr.register_dataarray_accessor("distconv")
+@_with_ops(_array_method)
+class DataArrayAccessor:
+    """``da.distconv``: distconv's ops on a DataArray by dim names (dims, coords, attrs and
+    name kept; lazy on dask-backed data, on the GPU for cupy-backed data)."""
+
+    def __init__(self, obj: xr.DataArray):
+        self._obj = obj
+
+
+@xr.register_dataset_accessor("distconv")
+@_with_ops(_dataset_method)
+class DatasetAccessor:
+    """Dataset ops: each data variable having every named dim is transformed, others kept."""
+
+    def __init__(self, obj: xr.Dataset):
+        self._obj = obj

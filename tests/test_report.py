@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from distconv import batch
 from distconv.cli import main
+from distconv.engine import paths
 
 from .helpers import small_engine_blocks
 
@@ -71,7 +72,7 @@ def test_report_names_steps_arrays_stages_and_draws_the_timeline(tmp_path, monke
     assert s["arrays"]["output"]["path"] == str(tmp_path / "out.zarr") and s["arrays"]["output"]["shape"] == [256, 64]
 
     md = (tmp_path / "rep" / "report.md").read_text()
-    assert md.startswith("# distconv run report") and "## wf" in md
+    assert md.startswith(paths.MARK_LINE + "\n# distconv run report") and "## wf" in md
     assert "| 1 | `correlate` | `weights=[[0, 1, 0], [1, 2, 1], [0, 1, 0]]` |" in md
     assert "| 2 | `gaussian_filter` | `sigma=1.5, mode='nearest'` |" in md
     assert f"| input | `{tmp_path / 'in.zarr'}` | (256, 64) | float32 | (16, 64) | — |" in md
@@ -137,7 +138,7 @@ def test_a_report_folder_holding_the_users_own_report_is_refused_and_left_as_it_
     for k in range(2):  # the second run replaces the first's report
         res = _run(wf, "--cluster", c, "--report", tmp_path / "rep", "--overwrite")
         assert res.exit_code == 0, res.output
-    assert (tmp_path / "rep" / "report.md").read_text().startswith("# distconv run report\n")
+    assert (tmp_path / "rep" / "report.md").read_text().startswith(paths.MARK_LINE + "\n# distconv run report\n")
 
 
 def test_the_hist_workflows_report_lists_its_steps(tmp_path):
@@ -147,7 +148,7 @@ def test_the_hist_workflows_report_lists_its_steps(tmp_path):
     (tmp_path / "workflows" / "hist.yaml").write_text(yaml.safe_dump(doc))
     s = batch.run(batch.load(tmp_path / "workflows" / "hist.yaml"), progress=False)
     md = Path(s["report"]).read_text()
-    assert md.startswith("# distconv report: hist")
+    assert md.startswith(paths.MARK_LINE + "\n# distconv report: hist")
     assert "| 1 | `gaussian_filter` | `sigma=1.0` |" in md
     assert "| input | " in md and "| output | " in md and "![histogram](hist.png)" in md
     assert "No timeline" in md  # dask's local threads off the engine: said so

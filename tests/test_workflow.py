@@ -13,6 +13,7 @@ import zarr
 
 import distconv as dc
 from distconv import batch as workflow
+from distconv.engine import paths
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,7 +47,7 @@ def test_smooth_stack_and_report(tmp_path):
     s = workflow.run(wf, progress=False)
     np.testing.assert_allclose(read(wf.outputs["path"]), ndi.gaussian_filter(read(wf.input["path"]), (0, 2, 2)),
                                rtol=1e-5, atol=1e-5)
-    assert Path(s["report"]).read_text().startswith("# distconv report")
+    assert Path(s["report"]).read_text().startswith(paths.MARK_LINE + "\n# distconv report")
     assert Path(s["report"]).with_suffix(".thumbs.png").stat().st_size > 1000
 
 

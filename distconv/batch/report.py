@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..engine import paths
+
 
 def _plt():
     import matplotlib
@@ -30,7 +32,7 @@ def histogram_png(counts, edges, path: str, title: str = "histogram"):
     ax.set_ylabel("count")
     ax.set_title(title)
     fig.tight_layout()
-    fig.savefig(path)
+    fig.savefig(path, metadata=paths.PNG_METADATA)  # distconv's mark: a later run may replace it
     plt.close(fig)
     return path
 
@@ -64,7 +66,7 @@ def thumbnails_png(before, after_path: str, path: str):
         ax.set_title(title)
         ax.axis("off")
     fig.tight_layout()
-    fig.savefig(path)
+    fig.savefig(path, metadata=paths.PNG_METADATA)  # distconv's mark: a later run may replace it
     plt.close(fig)
     return path
 
@@ -91,7 +93,7 @@ def write_report(wf, summary: dict, before, out_path: str) -> str:
     report = Path(wf.report)
     report.parent.mkdir(parents=True, exist_ok=True)
     thumb = thumbnails_png(before, out_path, str(report.with_suffix(".thumbs.png")))
-    lines = [f"# distconv report: {wf.name}", ""]
+    lines = [paths.MARK_LINE, f"# distconv report: {wf.name}", ""]
     lines += run_lines(summary, report.parent, report.with_suffix(".timeline.png").name)
     lines += ["", f"![before and after]({Path(thumb).name})", ""]
     report.write_text("\n".join(lines))
@@ -118,7 +120,7 @@ def write_run_report(folder, summaries: list) -> str:
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    lines = [TITLE, ""]
+    lines = [paths.MARK_LINE, TITLE, ""]
     for k, s in enumerate(summaries, 1):
         png = "timeline.png" if len(summaries) == 1 else f"timeline-{k}.png"
         lines += [f"## {s.get('workflow', k)}", ""] + run_lines(s, folder, png, level=3) + [""]
@@ -129,7 +131,8 @@ def write_run_report(folder, summaries: list) -> str:
 def report_dir_problems(folder: str, workflows: list) -> list[str]:
     """Why ``--report`` cannot write into ``folder`` (checked before the cluster starts or
     anything is written): it is a file, lies inside (or is) an input or an output of one of
-    ``workflows``, is a URL, or cannot be made.
+    ``workflows``, is a URL, cannot be made, or holds a report or plot that distconv did not
+    write (each must carry distconv's mark, engine/paths.py).
 
     Parameters
     ----------
@@ -145,44 +148,43 @@ def report_dir_problems(folder: str, workflows: list) -> list[str]:
     """
     import os
 
-    from ..engine.location import Location, is_url
+    from ..engine.location import is_url
 
     name = f"--report {folder!r}"
     if is_url(folder):
         return [f"{name}: the report is written as local files; give a local folder"]
     if os.path.exists(folder) and not os.path.isdir(folder):
         return [f"{name} is an existing file; give a folder (report.md and its plots are written in it)"]
-    mine = Location(os.path.abspath(folder)).key()
     for wf in workflows:
         for what, path in (("output", wf.outputs["path"]), ("input", wf.input.get("path"))):
             if path is None or is_url(str(path)):
                 continue
-            p = Location(str(path)).key()
-            if mine == p or mine.startswith(p.rstrip("/") + "/"):
-                return [f"{name} lies inside the {what} {p!r} of workflow {wf.name!r}; choose a folder "
-                        f"outside it"]
-    if os.path.isdir(folder) and not _ours(folder):  # never written over: what is there is the user's
-        return [f"{name} holds report.md or timeline plots that distconv did not write; choose another folder"]
+            why = paths.clash(name, folder, str(path), f"the {what}")
+            if why is not None and " holds " not in why:
+                return [f"{why} of workflow {wf.name!r}; choose a folder outside it"]
     existing = os.path.abspath(folder)
-    while not os.path.isdir(existing):
+    while not os.path.lexists(existing):
         existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        return [f"{name}: {existing!r} is a file, so the folder cannot be made"]
     if not os.access(existing, os.W_OK):
         return [f"{name}: the folder {existing!r} is not writable"]
-    return []
+    problems = []
+    for f, kind in report_files(folder, len(workflows)):
+        if os.path.lexists(f) and not (os.path.isfile(f) and paths.is_ours(f, kind)):
+            problems.append(f"{name} holds {os.path.basename(f)!r}, which distconv did not write; choose another "
+                            "folder or remove it yourself")
+    return problems
 
 
-TITLE = "# distconv run report"  # report.md's first line: a report a later --report may replace
+TITLE = "# distconv run report"  # report.md's heading, below distconv's mark
 
 
-def _ours(folder) -> bool:
-    """May a report be written into ``folder``: no report.md or timeline plot there, or a
-    report.md distconv wrote (its plots with it)?"""
-    folder = Path(folder)
-    report = folder / "report.md"
-    if report.is_file():
-        with open(report, encoding="utf-8", errors="replace") as f:
-            return f.readline().rstrip("\n") == TITLE
-    return not report.exists() and not any(folder.glob("timeline*.png"))
+def report_files(folder, n: int) -> list[tuple[str, str]]:
+    """(path, kind) of every file ``write_run_report`` may write into ``folder`` for ``n``
+    workflows: report.md and the timeline plots."""
+    pngs = ["timeline.png"] + [f"timeline-{k}.png" for k in range(1, n + 1)] if n > 1 else ["timeline.png"]
+    return [(str(Path(folder) / "report.md"), "markdown"), *((str(Path(folder) / p), "png") for p in pngs)]
 
 
 def run_lines(summary: dict, folder, png: str, level: int = 2) -> list[str]:
@@ -359,6 +361,6 @@ def timeline_png(summary: dict, path: str) -> str:
     bottom.set_ylabel(f"{unit} done")
     bottom.set_xlabel("seconds since the job was submitted")
     fig.tight_layout()
-    fig.savefig(path)
+    fig.savefig(path, metadata=paths.PNG_METADATA)  # distconv's mark: a later run may replace it
     plt.close(fig)
     return path

@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from ..core.checks import did_you_mean
-from ..engine import ownership, storage
+from ..engine import ownership, paths, storage
 from ..engine.location import is_url
 from .synthetic import synthetic_dtype_problem
 from .steps import UnknownStep, step_function
@@ -123,7 +123,7 @@ def load(path) -> Workflow:
         for key, path in written.items():
             if path is not None and "path" in inp:
                 try:
-                    ownership.check_separate(path, {key: inp["path"]})
+                    paths.check_separate(path, {key: inp["path"]})
                 except ownership.OutputError as e:
                     problems.append(str(e))
     wf = Workflow(name=doc.get("name", p.stem), kind=kind, source=p, input=inp, steps=checked,

@@ -1,7 +1,8 @@
 """Check a workflow against its input before anything runs: every step is applied lazily to
 the input (its metadata, or the lazy definition of a synthetic input not written yet), so a
 bad sigma, mode, axis, dim, dtype or histogram is reported at load, all at once, naming the
-step and the key. Nothing is computed or written here."""
+step and the key, with every problem of the files it writes beside its output
+(outputs.file_problems). Nothing is computed or written here."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import numpy as np
 
 from ..core.checks import did_you_mean
 from .inputs import cut_result, lazy_input, region_problems, whole_input
+from .outputs import file_problems
 from .steps import step_function
 from .synthetic import synthetic_dtype_problem
 from .workflow import Workflow, WorkflowError, region_edges
@@ -28,11 +30,12 @@ def check(wf: Workflow, numbers: list | None = None) -> list[str]:
         # spec reports the dtype; the steps are still checked, on a float32 input
         wf = replace(wf, input={**wf.input, "synthetic": {**synth, "dtype": "float32"}})
     region = wf.input.get("region")
+    files = file_problems(wf)  # the histogram's and report's files: checked whatever the input is
     try:
         arr = whole_input(wf)
     except (WorkflowError, KeyError, TypeError, ValueError) as e:
-        return [str(e)]
-    problems = []
+        return [str(e), *files]
+    problems = files
     if region is not None:
         problems += region_problems(region, arr.shape, list(arr.dims) if hasattr(arr, "dims") else None)
     if problems:

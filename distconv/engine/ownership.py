@@ -57,25 +57,6 @@ class Claim:
     resuming: bool = False
 
 
-def _inside(child: str, parent: str) -> bool:
-    return child == parent or child.startswith(parent.rstrip("/") + "/")
-
-
-def check_separate(output: str, inputs: dict[str, str]):
-    """Refuse an output that is, holds or lies inside an input (``inputs``: key -> path)."""
-    out = Location(output).key()
-    for key, path in inputs.items():
-        p = Location(path).key()
-        if out == p:
-            raise OutputError(f"{key} is the input path {p!r}; choose another")
-        if _inside(p, out):
-            raise OutputError(f"{key} {out!r} holds the input {p!r}; replacing it would "
-                              "delete the input: choose a path of its own")
-        if _inside(out, p):
-            raise OutputError(f"{key} {out!r} lies inside the input {p!r}; choose a path "
-                              "outside it")
-
-
 def _own_entries(path: Location) -> set:
     """What distconv writes at the top level, plus the entries this output's mark records
     (a dataset output's variable and coordinate arrays)."""

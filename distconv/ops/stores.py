@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from ..core import checks
-from ..engine import chain, ownership, storage
+from ..engine import chain, ownership, paths, storage
 from ..engine import shards as shard_format
 from ..engine.location import absolute, join
 
@@ -61,8 +61,9 @@ def to_zarr(x, path: str, *, overwrite: bool = False, client=None, progress: boo
     Raises
     ------
     OutputError
-        (a ValueError) ``path`` holds something distconv did not write, or a finished output
-        without ``overwrite=True``; nothing is touched then.
+        (a ValueError) ``path`` is, holds or lies inside a Zarr store that ``x`` reads, holds
+        something distconv did not write, or a finished output without ``overwrite=True``;
+        nothing is touched then.
     ValueError
         ``chunks`` not positive sizes, one per axis, or naming a dim the data does not have.
 
@@ -81,6 +82,7 @@ def to_zarr(x, path: str, *, overwrite: bool = False, client=None, progress: boo
     >>> da.from_zarr("smooth.zarr").compute().tolist()
     [[1, 2, 3, 3], [4, 5, 6, 6], [6, 7, 8, 8]]
     """
+    paths.check_apart(path, x)  # before anything is removed: replacing what x reads would lose it
     path = absolute(path)  # the workers' folder may be another's (a kept cluster started elsewhere)
     if checks.array_kind(x) == "xarray" and hasattr(x, "data_vars"):
         return _dataset(x, path, overwrite, client, progress, chunks)

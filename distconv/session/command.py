@@ -59,10 +59,11 @@ def _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path
 
 def _checked_run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, current, started,
                  handed_start, builds, report_dir) -> int:
-    import json
     import time
 
     from .. import batch as workflow
+    from ..batch.outputs import clash_problems
+    from ..engine.paths import write_json
 
     # every workflow file's problems and the cluster file's, reported together before any work
     problems, loaded, todo = [], [], []
@@ -81,9 +82,10 @@ def _checked_run(workflow_paths, cluster_path, overwrite, resume, no_progress, j
     except ClusterConfigError as e:
         problems.append(str(e))
     if json_path:
-        problems += _json_problems(json_path)
+        problems += _json_problems(json_path, loaded, report_dir)
     if report_dir:
         problems += _report_problems(report_dir, loaded)
+    problems += clash_problems(loaded)  # one workflow's files against the others' paths
     outputs = [str(wf.outputs["path"]) for wf in loaded]
     twice = sorted({o for o in outputs if outputs.count(o) > 1})
     if twice:
@@ -128,9 +130,8 @@ def _checked_run(workflow_paths, cluster_path, overwrite, resume, no_progress, j
         print("distconv: internal error (not a problem with the workflow file; please report "
               "it with the traceback below):\n" + traceback.format_exc().rstrip(), file=sys.stderr, flush=True)
         return INTERNAL
-    if json_path:
-        with open(json_path, "w") as f:
-            json.dump(summaries[0] if len(workflow_paths) == 1 else summaries, f, indent=1, default=str)
+    if json_path:  # with distconv's mark: the next run may replace it, nothing else is replaced
+        write_json(json_path, summaries[0] if len(workflow_paths) == 1 else summaries, indent=1)
     return 0
 
 
@@ -173,21 +174,32 @@ def _dry_run(workflow_paths, cluster_path, overwrite, resume) -> int:
 
 def _report_problems(report_dir: str, workflows: list) -> list[str]:
     """Why ``--report`` cannot write its report into ``report_dir`` (batch.report says where it
-    may), or that matplotlib, which draws its plots, is missing: before any work."""
+    may; none of its files may be one a workflow writes), or that matplotlib, which draws its
+    plots, is missing: before any work."""
     import importlib.util
 
-    from ..batch.report import report_dir_problems
+    from ..batch.outputs import workflow_files
+    from ..batch.report import report_dir_problems, report_files
+    from ..engine import paths
 
     if importlib.util.find_spec("matplotlib") is None:
         return [f"--report {report_dir!r} draws its plots with matplotlib, which is not installed "
                 f"(pip install matplotlib)"]
-    return report_dir_problems(report_dir, workflows)
+    problems = report_dir_problems(report_dir, workflows)
+    return problems or [f"--report {report_dir!r} would write {f!r}, which is {g.key} of workflow {wf.name!r}; "
+                        "choose another folder" for f, _ in report_files(report_dir, len(workflows))
+                        for wf in workflows for g in workflow_files(wf) if paths.key(g.path) == paths.key(f)]
 
 
-def _json_problems(json_path: str) -> list[str]:
+def _json_problems(json_path: str, workflows: list = (), report_dir: str | None = None) -> list[str]:
     """Why the run summary cannot be written to ``--json``'s path (checked before the run, so
-    a finished run does not end in a traceback)."""
+    a finished run does not end in a traceback): a folder there, its folder missing or not
+    writable, a file distconv did not write there, or it is, holds or lies inside what one of
+    ``workflows`` reads or writes, or is a file of ``report_dir``'s report."""
     import os
+
+    from ..batch.outputs import FileOutput, command_file_problems
+    from ..batch.report import report_files
 
     folder = os.path.dirname(os.path.abspath(json_path))
     if os.path.isdir(json_path):
@@ -198,7 +210,9 @@ def _json_problems(json_path: str) -> list[str]:
                 f"an existing folder"]
     if not os.access(folder, os.W_OK):
         return [f"--json {json_path!r}: the folder {folder!r} is not writable"]
-    return []
+    report = [FileOutput(f"a file of --report {report_dir!r}", f, kind)
+              for f, kind in report_files(report_dir, len(workflows))] if report_dir else []
+    return command_file_problems("--json", json_path, "json", list(workflows), report)
 
 
 def _timings(summary: dict, started: float, checked: float, cluster_up: float, handed: bool = False):
