@@ -208,8 +208,10 @@ def test_the_accessors_methods_are_on_its_class_before_first_use(order):
                   "import xarray as xr\n"
                   "print(light, 'gaussian_filter' in dir(xr.DataArray.distconv), "
                   "'cumsum' in dir(xr.Dataset.distconv), 'to_zarr' in dir(xr.DataArray.distconv))")
-    light = "distconv.xarray" not in order
-    assert out == f"{light} True True True"
+    light, *found = out.split()
+    assert found == ["True", "True", "True"], out
+    # importing distconv and xarray loads no dask.array (importing the accessor module itself may)
+    assert light == "True" or "distconv.xarray" in order, out
 
 
 def test_the_accessor_is_there_when_an_op_imported_xarray_first():
