@@ -11,7 +11,7 @@ from ..engine import ownership, storage
 from ..engine.job import timeline as engine_timeline
 from ..engine.location import Location, join
 from . import identity, plans
-from .inputs import dataset_attrs, ensure_input
+from .inputs import array_attrs, array_dims, dataset_attrs, ensure_input
 from .outputs import jsonable
 from .workflow import Workflow, WorkflowError
 
@@ -71,7 +71,8 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     # the same claim, dataset frame, compute, finish and summary
     plan = plans.choose(wf, gpu)
     claim = ownership.claim(str(out_path), overwrite, resume, job=job)
-    array_path, attrs, dims = plan.array_path, _attrs(wf), None
+    # an array keeps its input's dims and the attributes that describe its data
+    array_path, attrs, dims = plan.array_path, {**jsonable(array_attrs(wf)), **_attrs(wf)}, array_dims(wf)
     if plan.frame is not None:  # a dataset in, a dataset out: xr.open_zarr(output) gives it back
         array_path, attrs, dims = _dataset_frame(wf, plan.frame, claim.resuming)
     plan.count(array_path, claim)
@@ -274,6 +275,7 @@ def format_summary(s: dict) -> str:
     extra += (f"\n  resumed: {s['resumed_bytes'] / 1e9:.3f} GB were written by the interrupted run"
               if s.get("resumed_bytes") else "")
     why = f" ({s['why_general']})" if s.get("why_general") else ""
+    why += f" ({s['why_reader']})" if s.get("why_reader") else ""
     extra += f"\n  path: {s['path']}{why}" if s.get("path") else ""
     extra += "".join(f"\n  {k}: {v:.3f} s busy" for k, v in (s.get("step_seconds") or {}).items())
     stages = s.get("stage_seconds") or {}
