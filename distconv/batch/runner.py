@@ -85,7 +85,7 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
 
     try:
         step_seconds, results, stream, started = _compute(write, client)
-        _finish(wf, array_path, dims is not None, claim)
+        _finish(wf, array_path, plan.frame is not None, claim)
     except ownership.Superseded as e:  # another run claimed the output meanwhile
         raise WorkflowError(str(e)) from None
     hist = plan.histogram(results, client)  # counted in the job's time

@@ -31,6 +31,7 @@ ZARRS = "zarrs"
 ZARR_PYTHON = "zarr-python"
 _PIPELINES = {ZARRS: "zarrs.ZarrsCodecPipeline", ZARR_PYTHON: "zarr.core.codec_pipeline.BatchedCodecPipeline"}
 _METADATA_FILES = ("zarr.json", ".zarray")  # Zarr v3's, then v2's
+_CONFIG_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -175,17 +176,14 @@ class Opened:
         self._arrays = collections.OrderedDict()
 
     def get(self, source: Source):
-        with self._lock:
+        with self._lock:  # one open at a time: blocks starting together open the input once
             z = self._arrays.get(source.key)
-            if z is not None:
-                self._arrays.move_to_end(source.key)
-                return z
-        z = open_source(source)
-        with self._lock:
-            self._arrays[source.key] = z
-            while len(self._arrays) > self.KEEP:
-                self._arrays.popitem(last=False)
-        return z
+            if z is None:
+                z = self._arrays[source.key] = open_source(source)
+                while len(self._arrays) > self.KEEP:
+                    self._arrays.popitem(last=False)
+            self._arrays.move_to_end(source.key)
+            return z
 
 
 def opened(source: Source):
@@ -203,7 +201,9 @@ def open_source(source: Source):
 
     # zarrs planned but not installed in this process: zarr-python's pipeline reads the same
     path = _PIPELINES[ZARR_PYTHON] if source.pipeline != ZARRS or not zarr_settings() else _PIPELINES[ZARRS]
-    with zarr.config.set({"codec_pipeline.path": path}):
+    # zarr picks an array's pipeline from its process-wide config as it opens the array: set
+    # and restored by one thread at a time (two interleaved restores left it set for good)
+    with _CONFIG_LOCK, zarr.config.set({"codec_pipeline.path": path}):
         z = zarr.open_array(source.path, mode="r")
     if digest(z.metadata.to_dict()) != source.meta_digest:
         raise RuntimeError(f"the input {source.path!r} changed after this job was planned (its dtype, shape, "
