@@ -41,7 +41,8 @@ LAYOUTS = {
     "v3-int16": dict(zarr_format=3, dtype="i2", compressors=zc.ZstdCodec()),
     "v3-sparse": dict(zarr_format=3, dtype="f4", compressors=zc.ZstdCodec(), fill_value=1.5),
     "v3-sharded-zstd-sparse": dict(zarr_format=3, dtype="f4", shards=(20, 14), compressors=zc.ZstdCodec()),
-    "v3-sharded-gzip": dict(zarr_format=3, dtype="f8", shards=(20, 21), compressors=zc.GzipCodec()),
+    "v3-sharded-zstd": dict(zarr_format=3, dtype="f8", shards=(20, 21), compressors=zc.ZstdCodec()),
+    "v3-sharded-gzip": dict(zarr_format=3, dtype="f4", shards=(20, 14), compressors=zc.GzipCodec()),
 }
 
 
