@@ -209,3 +209,25 @@ def test_the_codec_pipeline_is_chosen_when_the_job_is_planned(layouts):
             assert s.pipeline == "zarr-python" and "order: F" in s.why
         else:
             assert s.pipeline == "zarrs" and s.why is None, (name, s.why)
+
+
+def test_a_workflow_on_dasks_path_keeps_the_inputs_dims_and_data_attributes(tmp_path, rng):
+    """`distconv run` where dask's path writes (mode wrap): the output keeps the input's dims
+    and the attributes that describe its data, not those that say how its stored values are
+    encoded (a scale_factor would have xarray rescale the result)."""
+    from distconv import batch
+
+    x = rng.standard_normal(SHAPE).astype(np.float32)
+    z = zarr.create_array(str(tmp_path / "in.zarr"), shape=SHAPE, chunks=CHUNKS, dtype="f4", dimension_names=DIMS,
+                          attributes={"long_name": "rain", "scale_factor": 0.5})
+    z[...] = x
+    p = tmp_path / "wf.yaml"
+    p.write_text(yaml.safe_dump({"input": {"path": str(tmp_path / "in.zarr")}, "device": "cpu",
+                                 "steps": [{"op": "gaussian_filter", "sigma": 1.0, "mode": "wrap"}],
+                                 "outputs": {"path": str(tmp_path / "out.zarr")}}))
+    s = batch.run(batch.load(p), progress=False)
+    assert s["path"] == "general", s
+    out = zarr.open_array(str(tmp_path / "out.zarr"), mode="r")
+    assert tuple(out.metadata.dimension_names) == DIMS
+    assert out.attrs["long_name"] == "rain" and "scale_factor" not in out.attrs
+    np.testing.assert_allclose(out[...], ndi.gaussian_filter(x, 1.0, mode="wrap"), rtol=1e-5, atol=1e-5)
