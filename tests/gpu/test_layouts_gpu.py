@@ -18,7 +18,7 @@ from distconv.engine import chain
 from ..helpers import poison_gpu_pool, small_engine_blocks
 from ..test_layouts import DIMS, LAYOUTS, WEIGHTS, _assert_equal, _make, _reference
 
-pytestmark = [pytest.mark.gpu, pytest.mark.filterwarnings("ignore:axis .*chunks too thin:UserWarning")]
+pytestmark = pytest.mark.gpu
 
 # layouts nvCOMP decodes from the files: plain zstd chunks (in batches), zarr-python's zstd shards
 # (their sparse forms, every block missing a chunk, are decoded by the pipeline)
