@@ -112,3 +112,43 @@ def test_reader_gives_zarrs_rows_and_keeps_nothing(tmp_path, monkeypatch, skippe
                                                           min(n0, rows[i][1] + depth[1]))}
     assert sorted(decoded) == sorted(read) and not reader._live
     assert clock.laps["batches decoded"] == len(decoded)
+
+
+def test_a_runs_batches_are_dropped_when_it_ends(tmp_path, monkeypatch):
+    """A run that ends or is stopped (its blocks cancelled: they never take their batches)
+    leaves no decoded batch in the Reader (device memory, up to decode-batch-bytes each), and
+    a late block of it decodes none again; another run's batches stay."""
+    n0 = 60
+    x = np.random.default_rng(5).standard_normal((n0, 30)).astype(np.float32)
+    p = str(tmp_path / "a.zarr")
+    zarr.create_array(p, data=x, chunks=(6, 30))
+    z = zarr.open_array(p, mode="r")
+    rows = _blocks(n0, 12)
+    decoded = []
+
+    def decode(self, job, src, b0, ticket):
+        with self._turn:
+            self._turn.wait_for(lambda: self._serving == ticket)
+            self._serving += 1
+            self._turn.notify_all()
+        ch = plain_chunks.locate(src, job.src, *batches.span(job, b0))
+        buf = np.empty(ch.nbytes, np.uint8)
+        ch.read(buf)
+        decoded.append((job.run, b0))
+        return batches.Decoded(cpu_zstd.decode_frames(buf, ch.starts, ch.sizes, ch.layout.frame_nbytes,
+                                                      np.dtype("f4")), ch), {}
+
+    monkeypatch.setattr(batches.Reader, "_decode", decode)
+    reader, clock = batches.Reader(), slots.Clock(False)
+    stopped = _job(rows, n0, (2, 2), 1, 12 * 30 * 4, width=30, src=p)
+    other = _job(rows, n0, (2, 2), 1, 12 * 30 * 4, width=30, src=p)
+    other.run = "another run"
+    assert reader.take(stopped, 0, z, 0, 14, clock) is not None  # block 0 starts batches ahead too
+    assert reader.take(other, 0, z, 0, 14, clock) is not None
+    held = reader.held()
+    assert held > 2
+    reader.drop("r")
+    assert 0 < reader.held() < held and all(k[0][0] == "another run" for k in reader._live)
+    n = len(decoded)
+    assert reader.take(stopped, 1, z, 10, 26, clock) is None  # read through zarr, if at all
+    assert len(decoded) == n

@@ -127,6 +127,18 @@ def _omit(i: int, op: str) -> str:
             "division) that the engine does not run")
 
 
+def why_reader(job) -> str | None:
+    """Why the engine's blocks decode ``job``'s input with zarr-python's codec pipeline rather
+    than the fast one (zarrs), in the user's words, as planned from the input's metadata; None
+    where zarrs reads it. (distconv's own chunk and shard readers, nvCOMP on a GPU, take only
+    the layouts they read: shards and plain chunks of zstd, little-endian; any other layout is
+    decoded by the pipeline.)"""
+    source = job.source
+    if source is None or source.why is None:
+        return None
+    return f"the input is decoded by zarr-python's codec pipeline: {source.why}"
+
+
 def bins_of(wf: Workflow, dtype):
     """(numpy's edges, (the kernels' edges, uniform)) of the histogram the outputs ask for
     over a result of ``dtype``, or (None, (None, True))."""

@@ -77,6 +77,35 @@ def _open(wf: Workflow):
     return arr, storage.zarr_source(arr)[0]
 
 
+# attributes of an input array that say how its stored values are encoded (CF, xarray) or
+# where its dims are: they do not describe a result computed from the values as stored
+_ENCODING_ATTRS = {"_FillValue", "missing_value", "scale_factor", "add_offset", "_Unsigned", "dtype",
+                   "_ARRAY_DIMENSIONS", "distconv"}
+
+
+def array_dims(wf: Workflow) -> list | None:
+    """The dimension names of ``wf``'s input array (Zarr v3's ``dimension_names``, or the
+    ``_ARRAY_DIMENSIONS`` xarray gives a Zarr v2 array), which its output keeps; None for a
+    dataset variable (its dims come with it), a synthetic input or an array without names."""
+    from ..engine.source import dims_of
+
+    z = stored_input(wf) if "variable" not in wf.input else None
+    if z is None or not hasattr(z, "metadata"):
+        return None
+    dims = dims_of(z.metadata.to_dict())
+    return None if dims is None else list(dims)
+
+
+def array_attrs(wf: Workflow) -> dict:
+    """The attributes of ``wf``'s input array that its output keeps (those that describe the
+    data, not how its stored values are encoded); {} for a dataset variable or a synthetic
+    input."""
+    z = stored_input(wf) if "variable" not in wf.input else None
+    if z is None or not hasattr(z, "attrs"):
+        return {}
+    return {k: v for k, v in dict(z.attrs).items() if k not in _ENCODING_ATTRS}
+
+
 def _cut_first(wf: Workflow) -> bool:
     """Is the region cut from the input before the steps (its edges get the steps' boundary
     modes: ``region_edges: mode``), rather than from the result (``data``: the values the

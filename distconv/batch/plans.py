@@ -80,7 +80,8 @@ class Direct:
 
     def says(self, results) -> dict:
         stages = results[1][1]
-        return {"path": "direct", "stage_seconds": {k: round(v, 3) for k, v in stages.items()}}
+        return {"path": "direct", "why_reader": direct.why_reader(self.job),
+                "stage_seconds": {k: round(v, 3) for k, v in stages.items()}}
 
 
 def choose(wf: Workflow, gpu: bool):

@@ -11,7 +11,7 @@ from ..engine import ownership, storage
 from ..engine.job import timeline as engine_timeline
 from ..engine.location import Location, join
 from . import identity, plans
-from .inputs import dataset_attrs, ensure_input
+from .inputs import array_attrs, array_dims, dataset_attrs, ensure_input
 from .outputs import jsonable
 from .workflow import Workflow, WorkflowError
 
@@ -72,7 +72,8 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     # the same claim, dataset frame, compute, finish and summary
     plan = plans.choose(wf, gpu)
     claim = ownership.claim(str(out_path), overwrite, resume, job=job)
-    array_path, attrs, dims = plan.array_path, _attrs(wf), None
+    # an array keeps its input's dims and the attributes that describe its data
+    array_path, attrs, dims = plan.array_path, {**jsonable(array_attrs(wf)), **_attrs(wf)}, array_dims(wf)
     if plan.frame is not None:  # a dataset in, a dataset out: xr.open_zarr(output) gives it back
         array_path, attrs, dims = _dataset_frame(wf, plan.frame, claim.resuming)
     plan.count(array_path, claim)
@@ -85,7 +86,7 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
 
     try:
         step_seconds, results, stream, started = _compute(write, client)
-        _finish(wf, array_path, dims is not None, claim)
+        _finish(wf, array_path, plan.frame is not None, claim)
     except ownership.Superseded as e:  # another run claimed the output meanwhile
         raise WorkflowError(str(e)) from None
     hist = plan.histogram(results, client)  # counted in the job's time
@@ -279,6 +280,7 @@ def format_summary(s: dict) -> str:
     extra += (f"\n  synthetic input written first: {s['synthetic_input_seconds']:.2f} s (not counted in the run's time)"
               if s.get("synthetic_input_seconds") else "")
     why = f" ({s['why_general']})" if s.get("why_general") else ""
+    why += f" ({s['why_reader']})" if s.get("why_reader") else ""
     extra += f"\n  path: {s['path']}{why}" if s.get("path") else ""
     extra += "".join(f"\n  {k}: {v:.3f} s busy" for k, v in (s.get("step_seconds") or {}).items())
     stages = s.get("stage_seconds") or {}

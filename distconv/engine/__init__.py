@@ -9,6 +9,7 @@ accessor's ``to_zarr``).
 - job.py: a block's task and the dask graph of a job's blocks
 - placement.py: which worker runs which blocks, and a block whose worker died runs elsewhere
 - read.py, output.py: a block's read stage, and the output array it writes into
+- source.py: the input as a job sees it (fingerprint, codec pipeline and why, dims), opened per view
 - slots.py, config.py: who runs when in a worker, and the dask config keys it reads
 - process.py: what a process keeps between the blocks it runs, in one owner (STATE)
 - progress.py: a write's blocks and bytes shown as they finish (a bar, or a line every few seconds)

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..backends.device import device
 from . import plain_chunks
+from .source import view
 
 PIECES = "batch"  # names the pinned pieces the batches' files go through (engine/prewarm.py too)
 READERS = 4      # batches decoding at once per process (each holds its decoded rows)
@@ -125,8 +126,10 @@ class Reader:
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._live = collections.OrderedDict()  # (run, b0) -> [future, takers left, first taker]
-        self._taken = collections.OrderedDict()  # (run, b0) of batches every taker took
+        # keyed (view, b0): the job's run and its view of the input (source.view)
+        self._live = collections.OrderedDict()  # (view, b0) -> [future, takers left, first taker]
+        self._taken = collections.OrderedDict()  # (view, b0) of batches every taker took
+        self._ended = collections.OrderedDict()  # runs ended or stopped: none of theirs is decoded again
         self._pool = None
         self._tickets = itertools.count()
         self._turn = threading.Condition()
@@ -140,7 +143,7 @@ class Reader:
         decoded. The seconds of each batch's stages are counted on the first block that
         takes it."""
         parts = sources(job, i, lo, hi)
-        if parts is None:
+        if parts is None or job.run in self._ended:
             return None
         needed = [p[0] for p in parts]
         futures = {b: self._start(job, src, b, runs) for b in needed}
@@ -149,7 +152,7 @@ class Reader:
         out = []
         for b, a, c in parts:
             decoded, seconds = futures[b].result()
-            if self._took(job.run, b, futures[b]):
+            if self._took(view(job), b, futures[b]):
                 for stage, t in seconds.items():
                     clock.count(stage, t)
             if decoded is None:
@@ -172,7 +175,7 @@ class Reader:
         out, b = [], first
         with self._lock:
             while b is not None and len(out) < READ_AHEAD and b <= last:
-                if b != own and (job.run, b) not in self._live and (job.run, b) not in self._taken:
+                if b != own and (view(job), b) not in self._live and (view(job), b) not in self._taken:
                     out.append(b)
                 b = _next(job.batches, b)
         return out
@@ -183,32 +186,49 @@ class Reader:
         from concurrent.futures import ThreadPoolExecutor
 
         with self._lock:
-            entry = self._live.get((job.run, b0))
+            key = (view(job), b0)
+            entry = self._live.get(key)
             if entry is None:
                 # a batch ahead that its takers have all had is not decoded again (their blocks,
                 # still in flight, have no mark yet, so _takers would count them)
-                takers = 0 if (job.run, b0) in self._taken else _takers(job, b0, runs)
+                takers = 0 if key in self._taken else _takers(job, b0, runs)
                 if not (takers or needed):
                     return None
                 if self._pool is None:
                     self._pool = ThreadPoolExecutor(READERS, thread_name_prefix="distconv-batch")
                 fut = self._pool.submit(self._decode, job, src, b0, next(self._tickets))
-                entry = self._live[(job.run, b0)] = [fut, max(takers, 1), True]
+                entry = self._live[key] = [fut, max(takers, 1), True]
                 while len(self._live) > KEEP:
                     self._live.popitem(last=False)
             return entry[0]
 
-    def _took(self, run: str, b0: int, fut) -> bool:
-        """Block taken batch b0; True for its first taker."""
+    def drop(self, run: str):
+        """Forget every batch of ``run`` (its run ended or was stopped: a cancelled run's blocks
+        never take theirs), decoded or decoding, and decode none of it again."""
         with self._lock:
-            entry = self._live.get((run, b0))
+            self._ended[run] = True
+            while len(self._ended) > 1024:
+                self._ended.popitem(last=False)
+            for held in (self._live, self._taken):
+                for k in [k for k in held if k[0][0] == run]:
+                    del held[k]
+
+    def held(self) -> int:
+        """How many batches are held (decoding or decoded, not yet taken by every block)."""
+        with self._lock:
+            return len(self._live)
+
+    def _took(self, key, b0: int, fut) -> bool:
+        """Block taken batch b0 of the job's view ``key``; True for its first taker."""
+        with self._lock:
+            entry = self._live.get((key, b0))
             if entry is None or entry[0] is not fut:
                 return False
             first, entry[2] = entry[2], False
             entry[1] -= 1
             if entry[1] <= 0:
-                del self._live[(run, b0)]
-                self._taken[(run, b0)] = True
+                del self._live[(key, b0)]
+                self._taken[(key, b0)] = True
                 while len(self._taken) > 1024:
                     self._taken.popitem(last=False)
             return first

@@ -28,6 +28,12 @@ class Held:
             while sum(a.nbytes for a in self._held.values()) > limit and len(self._held) > 1:
                 self._held.popitem(last=False)
 
+    def drop(self, run: str):
+        """Forget the held parts of ``run`` (it ended, or was stopped)."""
+        with self._lock:
+            for k in [k for k in self._held if k[0] == run]:
+                del self._held[k]
+
     def pop(self, key):
         with self._lock:
             return self._held.pop(key, None)

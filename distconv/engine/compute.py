@@ -21,6 +21,7 @@ from .job import block_bytes
 from .job import graph as job_graph
 from .location import Location
 from .placement import workers
+from .process import release
 from .slots import local_blocks
 from .output import create_output
 
@@ -44,7 +45,9 @@ def write(plan: Plan, dst: str, claim: ownership.Claim, client, attrs=None, dims
     else:
         job = dataclasses.replace(plan.job, owner=claim, dst=dst)  # its blocks write while the claim owns it
         if not (claim.resuming and Location(dst).child("zarr.json").exists()):
-            create_output(dst, job.layout.shape, job.layout.dtype, job.layout, attrs or {}, dims)
+            # an array's dimension names default to its input's (an engine job keeps every axis)
+            create_output(dst, job.layout.shape, job.layout.dtype, job.layout, attrs or {},
+                          dims if dims is not None or job.source is None else job.source.dims)
         # the block marks' folder, also for a run resumed after the last one dropped it (it was
         # interrupted between finishing the blocks and marking the output complete)
         Location(dst).child(ownership.BLOCKS).make_dir()
@@ -62,7 +65,11 @@ def write(plan: Plan, dst: str, claim: ownership.Claim, client, attrs=None, dims
         sizes = _block_sizes(job, blocks)
     if progress is not None:
         progress.expect(sizes)
-    results = compute(writes, client, claim, progress)
+    try:
+        results = compute(writes, client, claim, progress)
+    finally:
+        if plan.job is not None:  # its decode batches, halo rows and held scans go with it
+            release(client, plan.job.run)
     storage.finish(dst)
     return results if plan.job is None else (results[:-1], results[-1])
 

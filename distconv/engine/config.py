@@ -93,14 +93,3 @@ def open_with_settings(path: str, mode: str = "r", **kwargs):
 
     with zarr.config.set(zarr_settings()):
         return zarr.open_array(path, mode=mode, **kwargs)
-
-
-@functools.lru_cache(maxsize=8)
-def opened(path: str):
-    """The input array at ``path``, opened once per process (zarrs' pipeline reads files; a URL
-    is read through zarr-python's own)."""
-    if "://" in path:
-        import zarr
-
-        return zarr.open_array(path, mode="r")
-    return open_with_settings(path)

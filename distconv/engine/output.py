@@ -4,6 +4,7 @@ Zarr: plain zarr-python, TensorStore and zarrs read it)."""
 from __future__ import annotations
 
 import base64
+import json
 import math
 import struct
 
@@ -29,13 +30,24 @@ def fill_of(dtype, attrs: dict | None, dims=None) -> tuple:
     """(the fill value, the attributes) of a new output of ``dtype``: NaN for floats, as xarray
     writes them (an element no block wrote then reads as missing, never as a plausible 0), and
     for a variable xarray reads (``dims``) xarray's own ``_FillValue`` attribute beside it
-    (xarray's zarr backend stores a float fill value as base64 of its float64 bytes)."""
-    attrs = dict(attrs or {})
+    (xarray's zarr backend stores a float fill value as base64 of its float64 bytes). A
+    ``_FillValue`` the input variable's attributes carried (opened with ``mask_and_scale=False``)
+    is not the output's: replaced for floats (as a number xarray cannot even read it back),
+    dropped for integers (xarray would mask results that equal it). The attributes as JSON
+    takes them (xarray hands numpy scalars and arrays)."""
+    attrs = json.loads(json.dumps(dict(attrs or {}), default=_plain))
     if np.dtype(dtype).kind != "f":
+        if dims is not None:
+            attrs.pop("_FillValue", None)
         return None, attrs  # zarr's default, 0, as xarray writes integers
     if dims is not None:
-        attrs.setdefault("_FillValue", base64.standard_b64encode(struct.pack("<d", np.nan)).decode())
+        attrs["_FillValue"] = base64.standard_b64encode(struct.pack("<d", np.nan)).decode()
     return np.nan, attrs
+
+
+def _plain(value):
+    """A numpy value as JSON's (anything else as its text)."""
+    return value.tolist() if isinstance(value, (np.ndarray, np.generic)) else str(value)
 
 
 def create_output(dst: str, shape, dtype, layout: shards.Layout, attrs: dict, dims=None):

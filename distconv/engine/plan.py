@@ -12,6 +12,7 @@ import numpy as np
 from ..core.stencil import Stencil, merge_thin
 from . import ownership, shards
 from .output import shard_shape
+from .source import Source, describe, native
 
 
 GPU_CHUNK_BYTES = 2**30  # a GPU task costs ~1 ms of scheduling: kernels must run longer than that
@@ -39,6 +40,7 @@ class Job:
     part: str = "block"          # block: read to write; local: the block's own scan held, its total
                                  # returned; write: that scan seeded by its carry and written
     owner: ownership.Claim | None = None  # the output's claim: blocks write only while it owns it
+    source: Source | None = None  # the input as planned: its fingerprint, codec pipeline, dims
 
     def box(self) -> tuple:
         """((start, stop), ...) of the input the output covers."""
@@ -77,9 +79,10 @@ def plan(src: str, dst: str, st: Stencil, shape, dtype, storage_chunks, gpu: boo
     engine's: shards.inner_shape). ``window``: ((start, stop), ...) of the input
     (a region), ``edges_data``: its halos read the data around it. ``bins``: (kernel edges,
     uniform) to count a histogram of the result in the same pass."""
+    dtype = native(dtype)  # blocks decode into native memory whatever the stored byte order
     box = tuple(window) or tuple((0, n) for n in shape)
     out_shape = tuple(b - a for a, b in box)
-    out_dtype = scan.dtype if scan is not None else st.result_dtype(dtype)  # output= may change it
+    out_dtype = native(scan.dtype if scan is not None else st.result_dtype(dtype))  # output= may change it
     itemsize = out_dtype.itemsize
     shard = tuple(out_chunks or shard_shape(storage_chunks, out_shape, itemsize))
     inner = tuple(out_inner) if out_inner else shards.inner_shape(shard, itemsize)
@@ -91,7 +94,16 @@ def plan(src: str, dst: str, st: Stencil, shape, dtype, storage_chunks, gpu: boo
     src_layout = shards.layout_of(src_meta, shape, dtype) if src_meta else None
     return Job(str(src), str(dst), st, layout, rows, bins[0], bins[1], gpu, src_layout,
                in_dtype=np.dtype(dtype).str, in_shape=tuple(shape), window=tuple(map(tuple, window)),
-               edges_data=bool(window) and edges_data, scan=scan)
+               edges_data=bool(window) and edges_data, scan=scan, source=_source(src, src_meta))
+
+
+def _source(src: str, meta: dict | None) -> Source:
+    """The input's view for the job (its metadata read here when the caller had none)."""
+    if meta is None:
+        import zarr
+
+        meta = zarr.open_array(str(src), mode="r").metadata.to_dict()
+    return describe(str(src), meta)
 
 
 BLOCKS_PER_WORKER = 8  # on CPUs, where the data allow: progress moves and --resume keeps work

@@ -2,7 +2,9 @@
 (it lives as long as the worker), or the caller's when blocks run on dask's local threads.
 Its pieces are made on first use by the module that owns each (read.py: the decode batches
 started ahead of their blocks and the halo rows handed between neighbours; carries.py: a
-carried scan's held parts; shards.py: the file threads) and are kept until ``clear``."""
+carried scan's held parts; shards.py: the file threads; source.py: the inputs opened, by the
+view a job has of each) and are kept until ``clear``; a run's own part is dropped when the run
+ends or is stopped (``release``)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,16 @@ class ProcessState:
                 self._pieces[name] = make()
             return self._pieces[name]
 
+    def end_run(self, run: str):
+        """Drop what the pieces hold for the run ``run`` (it ended, or was stopped): each piece
+        with a ``drop(run)`` (the decode batches, the halo rows, the held scans) drops its own."""
+        with self._lock:
+            pieces = list(self._pieces.values())
+        for piece in pieces:
+            drop = getattr(piece, "drop", None)
+            if drop is not None:
+                drop(run)
+
     def clear(self):
         """Forget every piece (they are made again on next use)."""
         with self._lock:
@@ -30,3 +42,21 @@ class ProcessState:
 
 
 STATE = ProcessState()
+
+
+def end_run(run: str):
+    """This process's state of the run ``run`` dropped (what ``release`` runs on each worker)."""
+    STATE.end_run(run)
+
+
+def release(client, run: str):
+    """Drop what every process of the run's cluster (``client``'s workers; without one, this
+    process) keeps of the run ``run``, once it ended or was stopped: a cancelled run's decoded
+    batches (device memory) were otherwise held until later runs pushed them out."""
+    end_run(run)  # blocks run here too: dask's threads, or a cluster of threads in this process
+    if client is None:
+        return
+    try:
+        client.run(end_run, run, on_error="ignore")
+    except (OSError, TimeoutError):  # the scheduler is gone: its workers, and their state, with it
+        pass

@@ -10,9 +10,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..backends.device import device
-from . import batches, chunk_heads, config, plain_chunks, shards
+from . import batches, chunk_heads, plain_chunks, shards
 from .plan import Job, runs
 from .process import STATE
+from .source import describe, native, opened, view
+
+
+def input_array(job: Job):
+    """The zarr.Array the job reads, opened once per process for its view of it (a job made
+    without a plan's view gets one from the metadata now)."""
+    if job.source is not None:
+        return opened(job.source)
+    import zarr
+
+    return opened(describe(job.src, zarr.open_array(job.src, mode="r").metadata.to_dict()))
 
 
 def fetch(job: Job, i: int, rows: tuple, slot: int, clock):
@@ -24,8 +35,9 @@ def fetch(job: Job, i: int, rows: tuple, slot: int, clock):
     pageable upload runs at ~1 GB/s there), the halo rows shared with neighbouring blocks."""
     lo, r0, r1, hi = rows
     dev = device(job.gpu)
+    src = input_array(job)
     if dev.frames and job.src_layout is None and job.batches:
-        parts = STATE.get("batches", batches.Reader).take(job, i, config.opened(job.src), lo, hi, clock, functools.partial(runs, job))
+        parts = STATE.get("batches", batches.Reader).take(job, i, src, lo, hi, clock, functools.partial(runs, job))
         clock.lap("batch wait")
         if parts is not None:
             return Decoded(parts)
@@ -34,10 +46,9 @@ def fetch(job: Job, i: int, rows: tuple, slot: int, clock):
         clock.lap("read files")
         if fr is not None:
             return fr
-    src = config.opened(job.src)
-    host = dev.staging(slot, (hi - lo,) + src.shape[1:], src.dtype)
+    host = dev.staging(slot, (hi - lo,) + src.shape[1:], native(src.dtype))
     edges = STATE.get("edge rows", EdgeRows)
-    clock.count("halos decoded", edges.read(job.run, src, host, rows, job.stencil.depth[0]))
+    clock.count("halos decoded", edges.read(view(job), src, host, rows, job.stencil.depth[0]))
     clock.lap("decode")
     return host
 
@@ -110,9 +121,16 @@ class EdgeRows:
         with self._lock:
             return self._rows.pop(key, None)
 
-    def read(self, run: str, src, host: np.ndarray, rows: tuple, depth: tuple):
+    def drop(self, run: str):
+        """Forget the edge rows of ``run`` (its run ended or was stopped)."""
+        with self._lock:
+            for k in [k for k in self._rows if _run_of(k[0]) == run]:
+                del self._rows[k]
+
+    def read(self, run, src, host: np.ndarray, rows: tuple, depth: tuple):
         """Fill ``host`` with rows lo..hi of ``src``: the block's own rows r0..r1 decoded here,
-        its halo rows from a neighbour's published edges where there are any. ``depth``: the
+        its halo rows from a neighbour's published edges where there are any (``run``: the
+        job's view, ``view(job)``, or its run's name; edges never cross them). ``depth``: the
         job's halo rows (above, below), the same for every block. Returns how many halo pieces
         were decoded from whole storage chunks (0, 1 or 2)."""
         lo, r0, r1, hi = rows
@@ -149,3 +167,8 @@ class EdgeRows:
             decoded += 1
         return decoded
 
+
+
+def _run_of(key) -> str:
+    """The run a state key names (a view: its first part)."""
+    return key[0] if isinstance(key, tuple) else key

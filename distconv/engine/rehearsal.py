@@ -20,9 +20,10 @@ import numpy as np
 
 from ..backends.device import device
 from ..core.arrays import to_host
-from . import chunk_heads, config, plain_chunks, shards
+from . import chunk_heads, plain_chunks, shards
 from .job import block_rows, device_stage
 from .plan import Job
+from .read import input_array
 from .slots import Clock
 
 MARKS = "distconv-rehearsed"  # the kernel cache's folder of rehearsed jobs' marks
@@ -59,8 +60,8 @@ def rehearse_once(job: Job) -> dict:
     from pathlib import Path
 
     folder, build = device(True).kernel_cache()
-    codecs = config.opened(job.src).metadata.to_dict().get("codecs")
-    what = repr((dataclasses.replace(job, src="", dst="", run="", owner=None, batches=()), codecs, build))
+    codecs = input_array(job).metadata.to_dict().get("codecs")
+    what = repr((dataclasses.replace(job, src="", dst="", run="", owner=None, batches=(), source=None), codecs, build))
     mark = Path(folder) / MARKS / hashlib.sha256(what.encode()).hexdigest()[:32]
     if mark.exists():
         return {"built": 0, "seconds": 0.0, "skipped": True}
@@ -76,7 +77,7 @@ def _rows_on_device(job: Job, rows: tuple, dev):
     strided copies are kernels too); else as one array."""
     lo, hi = rows[0], rows[3]
     shape, dtype = tuple(job.in_shape or job.layout.shape), np.dtype(job.in_dtype or job.layout.dtype)
-    src = config.opened(job.src)
+    src = input_array(job)
     if not (dev.frames and job.src_layout is None and chunk_heads.plain(src)):
         return dev.zeros((hi - lo,) + shape[1:], dtype)
     chunks = tuple(src.chunks)

@@ -254,7 +254,10 @@ def matches(meta: dict, layout: Layout) -> bool:
     inner = [c.get("name") for c in cfg.get("codecs", ())]
     index = [c.get("name") for c in cfg.get("index_codecs", ())]
     grid = meta.get("chunk_grid", {}).get("configuration", {}).get("chunk_shape")
+    # the frames hold little-endian elements (a big-endian array is read through zarr)
+    endian = ((cfg.get("codecs") or [{}])[0].get("configuration") or {}).get("endian", "little")
+    little = endian == "little" or np.dtype(layout.dtype).itemsize == 1
     return (tuple(cfg.get("chunk_shape", ())) == layout.inner and tuple(grid or ()) == layout.shard
-            and inner[:1] == ["bytes"] and inner[1:] in (["zstd"],) and index == ["bytes", "crc32c"]
+            and inner[:1] == ["bytes"] and little and inner[1:] in (["zstd"],) and index == ["bytes", "crc32c"]
             and cfg.get("index_location", "end") == "end"
             and meta.get("chunk_key_encoding", {}).get("configuration", {}).get("separator", "/") == "/")

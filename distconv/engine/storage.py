@@ -12,6 +12,7 @@ from ..backends.device import device
 from ..core.arrays import to_host
 from . import ownership
 from .location import Location
+from .source import native
 
 from .plan import CPU_CHUNK_BYTES, GPU_CHUNK_BYTES  # noqa: F401  (the general path's chunks too)
 CODECS = ("zstd", "lz4", "none")
@@ -34,7 +35,9 @@ def open_array(path: str) -> da.Array:
 # xarray's lazy wrappers that hand the Zarr array's values through unchanged (any other, a CF
 # decoding say, changes them: such a variable is not a plain read of its array)
 _PASS_THROUGH = {"ImplicitToExplicitIndexingAdapter", "CopyOnWriteArray", "MemoryCachedArray",
-                 "LazilyIndexedArray", "ZarrArrayWrapper"}
+                 "LazilyIndexedArray", "ZarrArrayWrapper",
+                 # bytes swapped to native order: the engine's blocks decode into native memory too
+                 "NativeEndiannessArray"}
 
 
 def zarr_source(arr: da.Array):
@@ -57,8 +60,6 @@ def zarr_source(arr: da.Array):
                 "_ElementwiseFunctionArray": "the input's values are decoded by xarray as it reads them "
                                              "(CF decoding: a scale_factor or add_offset, a fill value masked "
                                              "to NaN, or a dtype change), not read as stored",
-                "NativeEndiannessArray": "the input's bytes are swapped to native byte order by xarray as it "
-                                         "reads them, not read as stored",
                 "BoolTypeArray": "the input is stored as integers that xarray decodes to bool, not read as stored",
                 "LazilyVectorizedIndexedArray": "the input is a part of the stored array (indexed as it was "
                                                 "opened), not the whole array"}
@@ -69,7 +70,7 @@ def zarr_source(arr: da.Array):
         obj = getattr(obj, "array", None) if hasattr(obj, "array") else getattr(obj, "_array", None)
         if obj is None:
             return None, "the input's values do not come from a Zarr array"
-    if tuple(obj.shape) != tuple(arr.shape) or np.dtype(obj.dtype) != np.dtype(arr.dtype):
+    if tuple(obj.shape) != tuple(arr.shape) or native(obj.dtype) != native(arr.dtype):
         return None, "the input is not the Zarr array read whole"
     return obj, None
 

@@ -1,0 +1,211 @@
+"""The input array as a job sees it: where it lives, a fingerprint of its metadata, which codec
+pipeline reads it (and why, where it is not the fast one), its dimension names; and the array
+opened once per process for each such view.
+
+A worker outlives jobs (a kept cluster, a notebook's ``dc.cluster()``), and an input may be
+rewritten in place between them with another dtype, chunking or codecs. Everything a process
+keeps of an input is keyed by the view (path and fingerprint), so a changed input is opened
+again, and an input that changed between a job's plan and its blocks is refused by name
+rather than decoded with the old metadata.
+
+The pipeline is chosen when the job is planned, from the array's metadata: zarrs (the Rust codec
+pipeline, when installed) for what it reads, zarr-python's own for the rest (object storage,
+codecs zarrs lacks, Zarr v2 chunks in Fortran order). Blocks always decode into memory of the
+native byte order; zarrs swaps a big-endian array's bytes as it decodes into it.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import json
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from .location import is_url, join
+from .process import STATE
+
+ZARRS = "zarrs"
+ZARR_PYTHON = "zarr-python"
+_PIPELINES = {ZARRS: "zarrs.ZarrsCodecPipeline", ZARR_PYTHON: "zarr.core.codec_pipeline.BatchedCodecPipeline"}
+_METADATA_FILES = ("zarr.json", ".zarray")  # Zarr v3's, then v2's
+_CONFIG_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Source:
+    """An input array as a job reads it.
+
+    Attributes
+    ----------
+    path : str
+        Its folder or URL.
+    meta_digest : str
+        A digest of its metadata document (dtype, shape, chunks, codecs, fill value...).
+    stamp : str
+        The metadata file's modification time and size (object storage: its ETag), as planned.
+    pipeline : str
+        ``"zarrs"`` or ``"zarr-python"``: the codec pipeline that decodes it.
+    why : str or None
+        Why zarr-python's pipeline reads it (None where zarrs does).
+    dims : tuple of str or None
+        Its dimension names (Zarr v3's ``dimension_names``, or xarray's ``_ARRAY_DIMENSIONS``
+        attribute of a Zarr v2 array), None where it has none.
+    """
+
+    path: str
+    meta_digest: str
+    stamp: str
+    pipeline: str
+    why: str | None = None
+    dims: tuple | None = None
+
+    @property
+    def key(self) -> tuple:
+        """What a process keys its state of this input by: the path and the fingerprint."""
+        return (self.path, self.meta_digest, self.stamp)
+
+
+def view(job) -> tuple:
+    """What a process keys its state of a job's input by (its decode batches, its halo rows):
+    the job's run and, where the job has one, its view of the input (path and fingerprint)."""
+    source = getattr(job, "source", None)
+    return (job.run,) + (source.key if source is not None else (job.src,))
+
+
+def native(dtype) -> np.dtype:
+    """``dtype`` in this machine's byte order (blocks read and compute in it)."""
+    dt = np.dtype(dtype)
+    return dt if dt.isnative else dt.newbyteorder("=")
+
+
+def describe(path: str, meta: dict) -> Source:
+    """The view a job planned now has of the Zarr array at ``path`` whose metadata document is
+    ``meta`` (``zarr.Array.metadata.to_dict()``)."""
+    pipeline, why = pipeline_of(path, meta)
+    return Source(str(path), digest(meta), stamp(path), pipeline, why, dims_of(meta))
+
+
+def digest(meta: dict) -> str:
+    """A digest of what decides how an array's chunks decode (its attributes left out)."""
+    doc = {k: v for k, v in meta.items() if k != "attributes"}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=repr).encode()).hexdigest()[:32]
+
+
+def stamp(path: str) -> str:
+    """The array's metadata file as it is now: modification time and size (an ETag where object
+    storage gives one); '' when there is none to read."""
+    for name in _METADATA_FILES:
+        f = join(path, name)
+        if is_url(f):
+            import fsspec
+
+            fs, key = fsspec.core.url_to_fs(f, use_listings_cache=False)
+            try:
+                info = fs.info(key)
+            except FileNotFoundError:
+                continue
+            tag = info.get("ETag") or info.get("etag") or info.get("md5Hash")
+            return str(tag) if tag else f"{info.get('mtime') or info.get('LastModified')}:{info.get('size')}"
+        import os
+
+        try:
+            st = os.stat(f)
+        except FileNotFoundError:
+            continue
+        return f"{st.st_mtime_ns}:{st.st_size}"
+    return ""
+
+
+def dims_of(meta: dict) -> tuple | None:
+    """The array's dimension names: Zarr v3's ``dimension_names``, else the
+    ``_ARRAY_DIMENSIONS`` attribute xarray gives a Zarr v2 array; None where it has none (or
+    not one per axis)."""
+    names = meta.get("dimension_names")
+    if names is None:
+        names = (meta.get("attributes") or {}).get("_ARRAY_DIMENSIONS")
+    if not names or len(names) != len(meta.get("shape", ())) or any(n is None for n in names):
+        return None
+    return tuple(str(n) for n in names)
+
+
+def pipeline_of(path: str, meta: dict) -> tuple:
+    """(the codec pipeline that reads the array at ``path`` of metadata ``meta``, why not zarrs
+    or None): zarrs where it is installed and reads every codec of the array, else
+    zarr-python's own."""
+    if is_url(path):
+        return ZARR_PYTHON, "the input is in object storage, which zarr-python's fsspec store reads"
+    try:
+        import zarrs  # noqa: F401
+    except ImportError:
+        return ZARR_PYTHON, "zarrs is not installed"
+    if meta.get("zarr_format") == 2 and meta.get("order", "C") != "C":
+        return ZARR_PYTHON, "its Zarr v2 chunks are in Fortran order (order: F), which zarrs does not read"
+    refused = _zarrs_refuses(path, meta)
+    if refused:
+        return ZARR_PYTHON, f"zarrs does not read its codecs ({refused})"
+    return ZARRS, None
+
+
+def _zarrs_refuses(path: str, meta: dict) -> str | None:
+    """Why zarrs' own check refuses the array's metadata, or None when it takes it."""
+    import zarr
+    from zarr.core.metadata import ArrayV2Metadata, ArrayV3Metadata
+    from zarrs.pipeline import UnsupportedMetadataError, get_codec_pipeline_impl
+
+    try:
+        kind = ArrayV3Metadata if meta.get("zarr_format") == 3 else ArrayV2Metadata
+        get_codec_pipeline_impl(kind.from_dict(dict(meta)), zarr.storage.LocalStore(str(path), read_only=True),
+                                strict=True)
+    except UnsupportedMetadataError as e:
+        return str(e.__cause__ or e) or "unsupported metadata"
+    except Exception as e:  # noqa: BLE001 - a check that cannot run leaves the array to zarr-python
+        return f"its metadata could not be checked: {type(e).__name__}: {e}"
+    return None
+
+
+class Opened:
+    """The input arrays this process opened, by view (Source.key); the most recent few kept."""
+
+    KEEP = 8
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._arrays = collections.OrderedDict()
+
+    def get(self, source: Source):
+        with self._lock:  # one open at a time: blocks starting together open the input once
+            z = self._arrays.get(source.key)
+            if z is None:
+                z = self._arrays[source.key] = open_source(source)
+                while len(self._arrays) > self.KEEP:
+                    self._arrays.popitem(last=False)
+            self._arrays.move_to_end(source.key)
+            return z
+
+
+def opened(source: Source):
+    """The zarr.Array ``source`` reads, opened once per process for each view (its pipeline
+    as planned)."""
+    return STATE.get("opened inputs", Opened).get(source)
+
+
+def open_source(source: Source):
+    """``source``'s array opened with its planned pipeline; a RuntimeError naming the path when
+    its metadata is no longer what the job was planned with (rewritten in place meanwhile)."""
+    import zarr
+
+    from .config import zarr_settings
+
+    # zarrs planned but not installed in this process: zarr-python's pipeline reads the same
+    path = _PIPELINES[ZARR_PYTHON] if source.pipeline != ZARRS or not zarr_settings() else _PIPELINES[ZARRS]
+    # zarr picks an array's pipeline from its process-wide config as it opens the array: set
+    # and restored by one thread at a time (two interleaved restores left it set for good)
+    with _CONFIG_LOCK, zarr.config.set({"codec_pipeline.path": path}):
+        z = zarr.open_array(source.path, mode="r")
+    if digest(z.metadata.to_dict()) != source.meta_digest:
+        raise RuntimeError(f"the input {source.path!r} changed after this job was planned (its dtype, shape, "
+                           f"chunks or codecs are now {z.dtype}, {z.shape}, {z.chunks}); run the job again")
+    return z
