@@ -90,13 +90,20 @@ def _extremum(x, size, footprint, mode, cval, origin, axes, output, minimum: boo
     depth = [(0, 0)] * x.ndim
     for a, k, o in passes:
         depth[a] = reach(k, o)
-    func = partial(backends.extremum_passes, passes=passes, minimum=minimum, mode=full, cval=cval)
+    func = partial(backends.extremum_passes, passes=passes, minimum=minimum, mode=full,
+                   cval=_omitted_cval(cval, nan_policy, np.inf if minimum else -np.inf))
     if np.dtype(x.dtype).kind == "f":
         windows = [partial(backends.extremum_passes, passes=passes, minimum=m, mode=full,
                            cval=float(np.isnan(cval))) for m in (False, True)]
         func = NanRule(func, *windows, nan_policy, np.inf if minimum else -np.inf,
                        "constant" in full and bool(np.isnan(cval)), native=True)
     return _run(x, func, tuple(depth), one_mode(full), name, allow_rechunk, dt, output)
+
+
+def _omitted_cval(cval: float, nan_policy: str, extreme: float) -> float:
+    """The constant edge a minimum (maximum) picks from with nan_policy='omit': a NaN cval is
+    missing data, seen as +inf (-inf) as the tile's NaN are (NanRule)."""
+    return extreme if nan_policy == "omit" and np.isnan(cval) else cval
 
 
 def _run(x, func, depth, mode, name, allow_rechunk, dt, output):
@@ -122,11 +129,12 @@ def _ranked(x, fp, pick, mode, cval, origin, axes, output, dt, name, allow_rechu
         raise checks.FilterArgumentError(f"rank {rank} is outside a footprint of {n} elements")
     rank %= n
     depth = mask_depth(fp.shape, org)
-    func = partial(backends.rank, footprint=fp, rank=rank, mode=mode, cval=cval, origin=org)
+    extreme = {"min": np.inf, "max": -np.inf}.get(pick.kind)
+    func = partial(backends.rank, footprint=fp, rank=rank, mode=mode, origin=org,
+                   cval=cval if extreme is None else _omitted_cval(cval, nan_policy, extreme))
     if np.dtype(x.dtype).kind == "f":
         windows = [partial(backends.rank, footprint=fp, rank=r, mode=mode, cval=float(np.isnan(cval)),
                            origin=org) for r in (n - 1, 0)]
-        extreme = {"min": np.inf, "max": -np.inf}.get(pick.kind)
         omit = clean = None
         if extreme is None:
             omit = partial(backends.rank_omit, footprint=fp, pick=pick, mode=mode, cval=cval, origin=org)
