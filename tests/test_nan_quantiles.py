@@ -194,3 +194,21 @@ def test_omit_never_depends_on_the_chunking(backend, rng, op, arg, size):
             warnings.simplefilter("ignore")
             got = call(op, da.from_array(a, chunks=chunks), arg, size=size).compute()
         assert_same(got, ref)
+
+
+def test_omit_on_the_engine_is_numpys(tmp_path, rng):
+    """dc.to_zarr of an omit median / percentile over a Zarr input runs the engine's blocks
+    (and a mode wrap the general path): numpy's numbers either way."""
+    import zarr
+
+    a = masked(rng, (64, 90), 0.3, np.float32)
+    a[:, 60:] = np.nan_to_num(a[:, 60:], nan=270.0)  # blocks without NaN too
+    src = str(tmp_path / "in.zarr")
+    zarr.create_array(src, shape=a.shape, chunks=(16, 30), dtype=a.dtype)[...] = a
+    for i, (op, arg, mode) in enumerate((("median", None, "reflect"), ("percentile", 30, "nearest"),
+                                         ("median", None, "wrap"))):
+        out = str(tmp_path / f"out{i}.zarr")
+        report = dc.to_zarr(call(op, da.from_zarr(src), arg, size=4, mode=mode), out)
+        assert (report["path"] == "engine") == (mode != "wrap"), report
+        ref = oracle(op, window_values(a, np.ones((4, 4), bool), mode), arg)
+        assert_same(zarr.open_array(out)[...], ref)
