@@ -44,7 +44,7 @@ def nan_positions(m, kind: str, value: float = 0.0):
         return (m - 1) // 2, m // 2, None
     if kind == "percentile":
         v = (m - 1) * (float(value) / 100.0)
-        lo = v // 1  # floor, for ints and arrays alike
+        lo = v // 1  # floor, of a Python float and of an array alike
         gamma = v - lo
         top = v >= m - 1
         lo = lo.astype(np.int64) if hasattr(lo, "astype") else int(lo)

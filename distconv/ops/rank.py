@@ -20,9 +20,9 @@ from functools import partial
 import numpy as np
 
 from .. import backends
+from ..backends.windows import blend, nan_positions
 from ..core import checks
 from ..core.arrays import array_module
-from ..backends.windows import blend, nan_positions
 from ..core.tile import Tile
 from ..core.modes import canonical_mode, canonical_modes, one_mode
 from ..core.stencil import mask_depth, reach
@@ -91,7 +91,7 @@ def _extremum(x, size, footprint, mode, cval, origin, axes, output, minimum: boo
     for a, k, o in passes:
         depth[a] = reach(k, o)
     func = partial(backends.extremum_passes, passes=passes, minimum=minimum, mode=full,
-                   cval=_omitted_cval(cval, nan_policy, np.inf if minimum else -np.inf))
+                   cval=_omitted_cval(cval, nan_policy, np.inf if minimum else -np.inf, x.dtype))
     if np.dtype(x.dtype).kind == "f":
         windows = [partial(backends.extremum_passes, passes=passes, minimum=m, mode=full,
                            cval=float(np.isnan(cval))) for m in (False, True)]
@@ -100,10 +100,10 @@ def _extremum(x, size, footprint, mode, cval, origin, axes, output, minimum: boo
     return _run(x, func, tuple(depth), one_mode(full), name, allow_rechunk, dt, output)
 
 
-def _omitted_cval(cval: float, nan_policy: str, extreme: float) -> float:
-    """The constant edge a minimum (maximum) picks from with nan_policy='omit': a NaN cval is
-    missing data, seen as +inf (-inf) as the tile's NaN are (NanRule)."""
-    return extreme if nan_policy == "omit" and np.isnan(cval) else cval
+def _omitted_cval(cval: float, nan_policy: str, extreme: float, dtype) -> float:
+    """The constant edge a minimum (maximum) of float data picks from with nan_policy='omit':
+    a NaN cval is missing data, seen as +inf (-inf) as the tile's NaN are (NanRule)."""
+    return extreme if nan_policy == "omit" and np.isnan(cval) and np.dtype(dtype).kind == "f" else cval
 
 
 def _run(x, func, depth, mode, name, allow_rechunk, dt, output):
@@ -131,7 +131,7 @@ def _ranked(x, fp, pick, mode, cval, origin, axes, output, dt, name, allow_rechu
     depth = mask_depth(fp.shape, org)
     extreme = {"min": np.inf, "max": -np.inf}.get(pick.kind)
     func = partial(backends.rank, footprint=fp, rank=rank, mode=mode, origin=org,
-                   cval=cval if extreme is None else _omitted_cval(cval, nan_policy, extreme))
+                   cval=cval if extreme is None else _omitted_cval(cval, nan_policy, extreme, x.dtype))
     if np.dtype(x.dtype).kind == "f":
         windows = [partial(backends.rank, footprint=fp, rank=r, mode=mode, cval=float(np.isnan(cval)),
                            origin=org) for r in (n - 1, 0)]
