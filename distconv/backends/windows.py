@@ -82,13 +82,11 @@ def blend(a, b, gamma, kind: str, single=False):
             return mean if single is False else xp.where(single, a, mean)
         if kind != "percentile":
             return a
-        dt = a.dtype.type
-        if isinstance(gamma, float):
-            t, s, up = dt(gamma), dt(1.0 - gamma), gamma >= 0.5
-        else:
-            t, s, up = gamma.astype(a.dtype), (1.0 - gamma).astype(a.dtype), gamma >= 0.5
         d = b - a
-        return xp.where(up, b - d * s, a + d * t)
+        if isinstance(gamma, float):  # one gamma for every window
+            dt = a.dtype.type
+            return b - d * dt(1.0 - gamma) if gamma >= 0.5 else a + d * dt(gamma)
+        return xp.where(gamma >= 0.5, b - d * (1.0 - gamma).astype(a.dtype), a + d * gamma.astype(a.dtype))
 
 
 def rank_omit(block, footprint: np.ndarray, pick, mode: str, cval: float, origin: tuple):
