@@ -89,12 +89,22 @@ def blend(a, b, gamma, kind: str, single=False):
         return xp.where(gamma >= 0.5, b - d * (1.0 - gamma).astype(a.dtype), a + d * gamma.astype(a.dtype))
 
 
+def nan_picked(a, b, m, kind: str, value: float = 0.0):
+    """numpy's nan-function value of windows holding ``m`` non-NaN values (an array), ``a``
+    and ``b`` being the values at nan_positions' lo and hi among them: blended (median,
+    percentile), NaN where m is 0 or a rank lies beyond m."""
+    xp = array_module(a)
+    lo, hi, gamma = nan_positions(m, kind, value)
+    got = blend(a, b, gamma, kind, lo == hi) if kind in ("median", "percentile") else a
+    return xp.where((lo >= 0) & (lo < m), got, xp.nan)
+
+
 def rank_omit(block, footprint: np.ndarray, pick, mode: str, cval: float, origin: tuple):
     """A rank filter ignoring NaN (nan_policy='omit'): of the m non-NaN values under
     ``footprint`` at each output, what numpy's nan-functions give (``pick.kind`` and
-    ``pick.value``: nan_positions, blend; NaN where m is 0 or a rank lies beyond m). Written
-    once for numpy and cupy blocks (array_module): the windows of a slab of rows are sorted
-    (NaN last) and indexed."""
+    ``pick.value``: nan_positions, nan_picked). Written once for numpy and cupy blocks
+    (array_module): the windows of a slab of rows are sorted (NaN last) and indexed; the numpy
+    backend runs its compiled kernel instead where it can (backends/numpy/rank.py)."""
     tile = Tile.of(block)
     xp = array_module(tile.centre)
     ext = padded(tile, mask_depth(footprint.shape, origin), mode, cval)
@@ -113,10 +123,8 @@ def rank_omit(block, footprint: np.ndarray, pick, mode: str, cval: float, origin
         flat = slab.reshape(slab.shape[:tile.ndim] + (footprint.size,))  # a copy: the values
         vals = xp.sort(flat[..., taps], axis=-1)
         m = (~xp.isnan(vals)).sum(axis=-1)
-        lo, hi, gamma = nan_positions(m, pick.kind, pick.value)
-        a = at(vals, lo)
-        got = a if pick.kind not in ("median", "percentile") else blend(a, at(vals, hi), gamma, pick.kind, lo == hi)
-        out[r:r + step] = xp.where((lo >= 0) & (lo < m), got, xp.nan)
+        lo, hi, _ = nan_positions(m, pick.kind, pick.value)
+        out[r:r + step] = nan_picked(at(vals, lo), at(vals, hi), m, pick.kind, pick.value)
     return out
 
 
