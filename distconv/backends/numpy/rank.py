@@ -1,6 +1,8 @@
 """Rank filters of one block or halo tile: scipy.ndimage's numbers (the oracle for
 backends/cuda/rank.py), from the compiled kernels (compiled.py) where ``compiled.reason``
-allows, else from scipy.ndimage itself. Only the tile's centre is returned."""
+allows, else from scipy.ndimage itself; nan_policy='omit' (numpy's nan-functions of each
+window) from the compiled kernels too, else from windows.rank_omit. Only the tile's centre is
+returned."""
 
 from __future__ import annotations
 
