@@ -145,10 +145,9 @@ def histogram(x, bins=10, range=None, weights=None, density=False):  # noqa: A00
     half-open but the last, which holds its right edge; values outside the range are dropped.
     Without a ``range``, NaN is missing data: the range comes from the other values and NaN
     falls in no bin (numpy refuses NaN there); data holding +inf or -inf raise ValueError, as
-    numpy's do. Integer counts are
-    exact and the same for every chunking; weighted sums accumulate in float64 (on a GPU with
-    atomics, so their last bits may vary between runs) and come back in the weights' dtype,
-    as numpy's do.
+    numpy's do. Integer counts are exact and the same for every chunking; weighted sums
+    accumulate in float64 (on a GPU with atomics, so their last bits may vary between runs)
+    and come back in the weights' dtype, as numpy's do.
 
     Parameters
     ----------

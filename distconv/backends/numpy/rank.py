@@ -57,7 +57,8 @@ def rank_omit(block, footprint: np.ndarray, pick, mode: str, cval: float, origin
     tile = Tile.of(block)
     ext = tile.assemble()
     n = int(np.count_nonzero(footprint))
-    if compiled.reason("pick", ext.dtype, None, ext.ndim, (mode,), cval, taps=n, size=ext.size) is None:
+    if ext.dtype.kind == "f" and compiled.reason("pick", ext.dtype, None, ext.ndim, (mode,), cval, taps=n,
+                                                 size=ext.size) is None:
         return compiled.rank_omit(ext, footprint, pick.kind, pick.value, mode, cval, origin, tile.halo,
                                   tile.centre.shape)
     return windows.rank_omit(tile, footprint, pick, mode, cval, origin)
