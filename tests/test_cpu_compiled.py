@@ -273,6 +273,55 @@ def test_rank_nan_rule_holds(compiled_only, rng):
                                   ndi.minimum_filter(np.where(np.isnan(a), np.inf, a), 3))
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_omit_over_blocks_with_nan_is_numpys_from_the_compiled_kernel(compiled_only, rng, monkeypatch, mode):
+    """nan_policy='omit' on blocks holding NaN (and inf): the compiled kernel (each window
+    sorted with NaN last, numpy's two ranks of its count) gives np.nanmedian, np.nanpercentile
+    and the rank among non-NaN values bit for bit, over boxes, footprints, origins, 1-D to 3-D;
+    the sort of windows.py never runs."""
+    from distconv.backends import windows
+
+    from .test_nan_quantiles import call, oracle, window_values
+
+    monkeypatch.setattr(windows, "rank_omit", lambda *a, **k: pytest.fail("the sort path ran"))
+    cases = [((29, 31), 3, 0), ((29, 31), 4, (1, -1)), ((29, 31), [[1, 0, 1], [0, 1, 1]], 0),
+             ((7, 9, 11), 3, 0), ((61,), 6, 2), ((29, 31), (1, 5), 0)]
+    for dtype in (np.float32, np.float64):
+        for shape, window, origin in cases:
+            a = (rng.standard_normal(shape) * 8 + 280).round(1).astype(dtype)
+            a[rng.random(shape) < 0.35] = np.nan
+            a.flat[rng.integers(0, a.size, 3)] = [np.inf, -np.inf, np.inf]
+            if isinstance(window, list):
+                fp, kw = np.asarray(window, bool), {"footprint": window}
+            else:
+                fp = np.ones(window if np.ndim(window) else (window,) * a.ndim, bool)
+                kw = {"size": window}
+            for op, arg in (("median", None), ("percentile", 30), ("percentile", 100), ("rank", -2)):
+                got = call(op, a, arg, mode=mode, cval=2.5, origin=origin, **kw)
+                ref = oracle(op, window_values(a, fp, mode, 2.5, origin), arg)
+                _same(got, ref)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_omit_over_blocks_without_nan_is_numpys_from_the_compiled_picks(compiled_only, rng, mode):
+    """nan_policy='omit' on a block without NaN: the compiled rank filter at numpy's two
+    ranks, blended as np.median / np.percentile (linear) blend them, bit for bit."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    pad = {"reflect": "symmetric", "mirror": "reflect", "nearest": "edge", "wrap": "wrap", "constant": "constant"}
+    for dtype in (np.float32, np.float64):
+        a = _data(rng, (23, 18), dtype)
+        for size, (o0, o1) in ((4, (0, 0)), ((3, 4), (1, -1)), (3, (0, 0)), ((2, 5), (0, 1))):
+            box = (size, size) if np.ndim(size) == 0 else size
+            lo = [k // 2 + o for k, o in zip(box, (o0, o1))]
+            extra = {"constant_values": 2.5} if mode == "constant" else {}
+            p = np.pad(a, [(l, k - 1 - l) for l, k in zip(lo, box)], mode=pad[mode], **extra)
+            w = sliding_window_view(p, box).reshape(a.shape + (-1,))
+            kw = dict(mode=mode, cval=2.5, origin=(o0, o1), nan_policy="omit")
+            _same(dc.median_filter(a, size, **kw), np.median(w, axis=-1))
+            _same(dc.percentile_filter(a, 30, size, **kw), np.percentile(w, 30.0, axis=-1))
+
+
 @pytest.mark.parametrize("call, kind", [
     (lambda a: dc.correlate(a, np.ones((3, 3))), None),
     (lambda a: dc.median_filter(a.astype(np.int64), 3), "dtype int64"),

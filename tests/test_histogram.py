@@ -6,7 +6,7 @@ import pytest
 
 import distconv as dc
 
-from .helpers import assert_matches, host
+from .helpers import assert_matches, count_calls, host
 
 
 def chunked(rng, a):
@@ -85,7 +85,9 @@ def test_merge_is_a_tree(rng):
     (lambda a: dc.histogram(a, range=(2, 1)), ValueError, "max must be larger than min"),
     (lambda a: dc.histogram(a, range=(0, np.nan)), ValueError, "not finite"),
     (lambda a: dc.histogram(a, weights=np.ones(3)), ValueError, "weights must have the shape"),
-    (lambda a: dc.histogram(np.array([np.nan, np.inf, -np.inf])), ValueError, "no finite value.*pass range="),
+    (lambda a: dc.histogram(np.array([np.nan, np.nan])), ValueError, "range=None.*no value but NaN.*pass range="),
+    (lambda a: dc.histogram(np.array([np.nan, np.inf, -np.inf])), ValueError,
+     r"autodetected range of \[-inf, inf\] is not finite: range=None .*pass a finite range=\(lo, hi\)"),
     (lambda a: dc.bincount(np.array([1, -1])), ValueError, "negative"),
     (lambda a: dc.bincount(a), TypeError, "integers"),
 ])
@@ -113,7 +115,7 @@ def test_histogram_without_range_says_it_computes_now(rng):
     import dask.array as da
 
     x = da.from_array(rng.standard_normal((40, 30)), chunks=(10, 30))
-    with pytest.warns(UserWarning, match="computes the min and max of the data's finite values now"):
+    with pytest.warns(UserWarning, match="computes the min and max of the data now"):
         dc.histogram(x, bins=8)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -122,30 +124,29 @@ def test_histogram_without_range_says_it_computes_now(rng):
 
 
 def test_histogram_without_range_on_nan_masked_data(rng, tmp_path):
-    """NaN over land (and inf) stay out of the autodetected range on every face: the range is
-    the finite values' min and max, the counts numpy's over those values; no finite value at all
-    is an error naming range."""
+    """NaN over land stays out of the autodetected range on every face: the range is the other
+    values' min and max, the counts numpy's over those values; nothing but NaN is an error
+    naming range."""
     import warnings
 
     import xarray as xr
 
     a = rng.standard_normal((40, 30)).astype(np.float32)
     a[:, :8] = np.nan  # land
-    a[3, 20] = np.inf
     ref_h, ref_e = np.histogram(a[np.isfinite(a)], bins=64)
     h, e = dc.histogram(a, bins=64)
     np.testing.assert_array_equal(h, ref_h) and np.testing.assert_array_equal(e, ref_e)
     x = da.from_array(a, chunks=(16, 10))
-    with pytest.warns(UserWarning, match="finite values now .*NaN and inf are left out"):
+    with pytest.warns(UserWarning, match="min and max of the data now .*NaN is left out"):
         h, e = dc.histogram(x, bins=64)
     np.testing.assert_array_equal(h.compute(), ref_h) and np.testing.assert_array_equal(e, ref_e)
     t = xr.DataArray(x, dims=("lat", "lon"), name="temperature")
-    with pytest.warns(UserWarning, match="finite values now"):
+    with pytest.warns(UserWarning, match="min and max of the data now"):
         np.testing.assert_array_equal(t.distconv.histogram(bins=64).values, ref_h)
-    with pytest.warns(UserWarning, match="finite values now"):
+    with pytest.warns(UserWarning, match="min and max of the data now"):
         np.testing.assert_array_equal(t.distconv.histogram(bins=64, dims=["lon"]).values.sum(axis=0), ref_h)
-    for nothing in (np.full((4, 4), np.nan), da.from_array(np.array([np.nan, np.inf]), chunks=1)):
-        with pytest.raises(ValueError, match=r"range=None .*no finite value.*pass range=\(lo, hi\)"):
+    for nothing in (np.full((4, 4), np.nan), da.from_array(np.array([np.nan, np.nan]), chunks=1)):
+        with pytest.raises(ValueError, match=r"range=None .*no value but NaN.*pass range=\(lo, hi\)"):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # the dask one says it computes first
                 dc.histogram(nothing, bins=8)
@@ -172,3 +173,89 @@ def test_workflow_histogram_without_range_on_nan_masked_data(tmp_path):
     ref_h, ref_e = np.histogram(a[np.isfinite(a)], bins=16)
     assert got["counts"] == ref_h.tolist()
     np.testing.assert_allclose(got["edges"], ref_e, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_range_none_over_inf_raises_as_numpy_on_every_face(backend, rng, monkeypatch, dtype):
+    """numpy.histogram refuses an autodetected range that is not finite: so does every face,
+    before a value is binned, naming range=None; NaN alone stays missing data."""
+    import warnings
+
+    import xarray as xr
+
+    from distconv import backends
+
+    binned = count_calls(monkeypatch, backends, "counts")  # either backend's
+    for inf in (np.inf, -np.inf):
+        a = rng.standard_normal((23, 31)).astype(dtype)
+        a[:, :4] = np.nan
+        a[7, 9] = inf
+        with pytest.raises(ValueError, match="is not finite"):
+            np.histogram(a[~np.isnan(a)], bins=8)
+        match = r"autodetected range of \[.*\] is not finite: range=None .*pass a finite range=\(lo, hi\)"
+        with pytest.raises(ValueError, match=match):
+            backend.run(dc.histogram, a, bins=8)
+        with pytest.raises(ValueError, match=match):
+            backend.run(lambda x, v: dc.histogram(x, bins=8, weights=v), a, np.ones(a.shape))
+        with pytest.raises(ValueError, match=match):
+            backend.run(dc.histogram2d, np.arange(a.size, dtype=dtype), a.ravel(), bins=4)
+        t = xr.DataArray(backend.to(a), dims=("lat", "lon"))
+        for dims in (None, ["lon"]):
+            with pytest.raises(ValueError, match=match), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # a dask input says it computes first
+                t.distconv.histogram(bins=8, dims=dims)
+    assert not binned, "values were binned before the range was refused"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_finite_range_drops_inf_as_numpy_does(backend, rng, dtype):
+    """With a finite range, +inf and -inf lie outside it and are dropped (numpy's counts), on
+    every backend, weighted, per slice and in two dims."""
+    import xarray as xr
+
+    a = rng.standard_normal((23, 31)).astype(dtype)
+    a[rng.random(a.shape) < 0.1] = np.inf
+    a[rng.random(a.shape) < 0.1] = -np.inf
+    a[rng.random(a.shape) < 0.1] = np.nan
+    for bins, rng_ in ((8, (-1.5, 2.0)), ([-2.0, -0.5, 0.0, 0.25, 3.0], None)):
+        ref_h, ref_e = np.histogram(a, bins=bins, range=rng_)
+        h, e = backend.run(dc.histogram, a, bins=bins, range=rng_)
+        assert_matches(h, ref_h)
+        np.testing.assert_array_equal(host(e), ref_e)
+        w = rng.random(a.shape)
+        assert_matches(backend.run(lambda x, v: dc.histogram(x, bins=bins, range=rng_, weights=v)[0], a, w),
+                       np.histogram(a, bins=bins, range=rng_, weights=w)[0])
+    t = xr.DataArray(backend.to(a), dims=("lat", "lon"))
+    per_row = np.stack([np.histogram(r, bins=8, range=(-1.5, 2.0))[0] for r in a])
+    np.testing.assert_array_equal(host(t.distconv.histogram(bins=8, range=(-1.5, 2.0), dims=["lon"]).data), per_row)
+    x = np.arange(a.size, dtype=dtype)
+    H = backend.run(dc.histogram2d, x, a.ravel(), bins=4, range=[[0, a.size], [-1, 1]])[0]
+    np.testing.assert_array_equal(host(H), np.histogram2d(x, a.ravel(), bins=4, range=[[0, a.size], [-1, 1]])[0])
+
+
+def test_workflow_histogram_without_range_over_inf_is_the_users_error(tmp_path):
+    """outputs.histogram with no range over a result holding inf: an error naming
+    outputs.histogram.range (not an internal one); with a range, numpy's counts."""
+    import json
+
+    import yaml
+    import zarr
+
+    from distconv import batch
+
+    a = np.random.default_rng(2).standard_normal((32, 24)).astype(np.float32)
+    a[:, :5] = np.nan
+    a[4, 9] = np.inf
+    z = zarr.create_array(str(tmp_path / "in.zarr"), shape=a.shape, chunks=(16, 24), dtype=a.dtype)
+    z[:] = a
+    doc = {"input": {"path": "in.zarr"}, "steps": [{"op": "correlate", "weights": [[1.0]]}],
+           "outputs": {"path": "out.zarr", "histogram": {"bins": 16, "json": "h.json"}}}
+    (tmp_path / "wf.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(batch.WorkflowError, match=r"outputs.histogram: autodetected range .* not finite.*"
+                                                  r"outputs.histogram.range"):
+        batch.run(batch.load(tmp_path / "wf.yaml"), progress=False)
+    doc["outputs"] = {"path": "out2.zarr", "histogram": {"bins": 16, "range": [-2, 2], "json": "h2.json"}}
+    (tmp_path / "wf2.yaml").write_text(yaml.safe_dump(doc))
+    batch.run(batch.load(tmp_path / "wf2.yaml"), progress=False)
+    got = json.loads((tmp_path / "h2.json").read_text())
+    assert got["counts"] == np.histogram(a, bins=16, range=(-2, 2))[0].tolist()

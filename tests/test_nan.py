@@ -43,7 +43,9 @@ RULES = {  # op -> (distconv call, numpy reference over a window's values)
     "minimum": (lambda a, p, m: dc.minimum_filter(a, 3, mode=m, nan_policy=p), (np.min, np.nanmin)),
     "maximum": (lambda a, p, m: dc.maximum_filter(a, 3, mode=m, nan_policy=p), (np.max, np.nanmax)),
     "median": (lambda a, p, m: dc.median_filter(a, 3, mode=m, nan_policy=p),
-               (lambda w, axis: np.sort(w, axis=axis)[..., w.shape[-1] // 2], None)),
+               (lambda w, axis: np.sort(w, axis=axis)[..., w.shape[-1] // 2], np.nanmedian)),
+    "percentile": (lambda a, p, m: dc.percentile_filter(a, 30, 3, mode=m, nan_policy=p),
+                   (lambda w, axis: np.sort(w, axis=axis)[..., 2], lambda w, axis: np.nanpercentile(w, 30.0, axis=axis))),
 }
 
 
@@ -57,14 +59,10 @@ def test_rank_filters_follow_numpys_nan_rule(rng, op, mode, policy):
     w = windows(a, 3, mode)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN windows
-        if policy == "propagate":
-            ref = np.where(np.isnan(w).any(axis=-1), np.nan, np.sort(w, axis=-1)[..., 4]
-                           if op == "median" else propagate(w, axis=-1))
-        elif omit is not None:
+        if policy == "propagate":  # scipy's pick where a window holds no NaN
+            ref = np.where(np.isnan(w).any(axis=-1), np.nan, propagate(w, axis=-1))
+        else:  # numpy's nan-functions: an even count's median is the mean of the middle two
             ref = omit(w, axis=-1)
-        else:  # median of the non-NaN values (the upper one of an even count, as scipy)
-            s, m = np.sort(w, axis=-1), (~np.isnan(w)).sum(axis=-1)
-            ref = np.where(m > 0, np.take_along_axis(s, (m // 2)[..., None], -1)[..., 0], np.nan)
     np.testing.assert_array_equal(got, ref)
 
 
@@ -74,8 +72,12 @@ def test_rank_filters_without_nan_are_scipys(rng):
     for f, g in ((dc.minimum_filter, ndi.minimum_filter), (dc.median_filter, ndi.median_filter)):
         for pol in ("propagate", "omit"):
             np.testing.assert_array_equal(f(a, 3, nan_policy=pol), g(a, 3))
-    np.testing.assert_array_equal(dc.percentile_filter(a, 30, 4, nan_policy="omit"), ndi.percentile_filter(a, 30, 4))
+    np.testing.assert_array_equal(dc.percentile_filter(a, 30, 4), ndi.percentile_filter(a, 30, 4))
+    np.testing.assert_array_equal(dc.median_filter(a, 4), ndi.median_filter(a, 4))
     np.testing.assert_array_equal(dc.rank_filter(a, -2, 3, nan_policy="omit"), ndi.rank_filter(a, -2, 3))
+    # omit is numpy's nan-functions, windows without NaN too: it interpolates where scipy picks
+    w = windows(a, 3)
+    np.testing.assert_array_equal(dc.percentile_filter(a, 30, 3, nan_policy="omit"), np.percentile(w, 30.0, axis=-1))
 
 
 def test_the_issues_one_d_case():
@@ -120,8 +122,10 @@ NAN_OPS = {
     "maximum_omit": lambda x, m: dc.maximum_filter(x, (2, 3), mode=m, nan_policy="omit"),
     "median": lambda x, m: dc.median_filter(x, 3, mode=m),
     "median_omit": lambda x, m: dc.median_filter(x, 3, mode=m, nan_policy="omit"),
+    "median_omit_even": lambda x, m: dc.median_filter(x, (2, 4), mode=m, nan_policy="omit"),
     "percentile_omit": lambda x, m: dc.percentile_filter(x, 70, footprint=[[1, 0, 1], [0, 1, 1]], mode=m,
                                                          nan_policy="omit"),
+    "percentile_omit_box": lambda x, m: dc.percentile_filter(x, 30, 3, mode=m, nan_policy="omit"),
     "rank": lambda x, m: dc.rank_filter(x, 1, 3, mode=m),
     "gaussian": lambda x, m: dc.gaussian_filter(x, 1.2, mode=m),
     "gaussian_omit": lambda x, m: dc.gaussian_filter(x, 1.2, mode=m, nan_policy="omit"),
@@ -160,6 +164,7 @@ DEVICE_OPS = {
     "percentile": lambda x: dc.percentile_filter(x, 80, 3),
     "minimum_omit": lambda x: dc.minimum_filter(x, 3, nan_policy="omit"),
     "median_omit": lambda x: dc.median_filter(x, 3, nan_policy="omit"),
+    "median_omit_even": lambda x: dc.median_filter(x, 4, nan_policy="omit"),
     "percentile_omit": lambda x: dc.percentile_filter(x, 80, 3, nan_policy="omit"),
     "gaussian_omit": lambda x: dc.gaussian_filter(x, 1.5, nan_policy="omit"),
 }

@@ -32,11 +32,79 @@ def padded(tile: Tile, need: tuple, mode: str, cval: float):
     return xp.pad(ext[cut], pads, mode=PAD_MODES[mode], **extra)
 
 
+def nan_positions(m, kind: str, value: float = 0.0):
+    """Where numpy's nan-functions read a window's ``m`` non-NaN values, sorted: (lo, hi,
+    gamma), the result coming from the values at lo and hi (blend). ``m``: an int or an integer
+    array (of numpy or cupy). ``kind``: median (np.nanmedian: the middle value, the mean of the
+    two middle ones for an even count), percentile (np.nanpercentile's default 'linear'
+    method, ``value`` in 0..100: q = value / 100, index (m - 1) * q in float64, gamma its
+    fraction, the last value from index m - 1 on), min, max, or rank (``value``: from the
+    bottom, negative from the top; no interpolation)."""
+    if kind == "median":
+        return (m - 1) // 2, m // 2, None
+    if kind == "percentile":
+        v = (m - 1) * (float(value) / 100.0)
+        lo = v // 1  # floor, of a Python float and of an array alike
+        gamma = v - lo
+        top = v >= m - 1
+        lo = lo.astype(np.int64) if hasattr(lo, "astype") else int(lo)
+        lo, hi = _where(top, m - 1, lo), _where(top, m - 1, lo + 1)
+        return lo, hi, gamma
+    if kind == "min":
+        return m * 0, m * 0, None
+    if kind == "max":
+        return m - 1, m - 1, None
+    r = int(value)
+    at = m + r if r < 0 else m * 0 + r
+    return at, at, None
+
+
+def _where(cond, a, b):
+    """``a`` where ``cond`` else ``b``: for Python scalars too."""
+    if isinstance(cond, (bool, np.bool_)):
+        return a if cond else b
+    return array_module(cond).where(cond, a, b)
+
+
+def blend(a, b, gamma, kind: str, single=False):
+    """numpy's value of a window from its sorted non-NaN values ``a`` (at nan_positions' lo)
+    and ``b`` (at hi), in their dtype: np.nanmedian's mean ``(a + b) / 2`` (``a`` itself where
+    ``single``, an odd count); np.nanpercentile's linear interpolation, numpy's _lerp step for
+    step (``a + (b - a) * gamma``, from gamma 0.5 on ``b - (b - a) * (1 - gamma)``; gamma and
+    1 - gamma rounded to the dtype first, as numpy does for a Python float percentile, so
+    float32 data interpolate in float32). Other kinds: ``a``."""
+    xp = array_module(a)
+    with np.errstate(over="ignore", invalid="ignore"):  # inf and huge values: numpy's answers
+        if kind == "median":
+            if single is True:
+                return a
+            mean = (a + b) / 2
+            return mean if single is False else xp.where(single, a, mean)
+        if kind != "percentile":
+            return a
+        d = b - a
+        if isinstance(gamma, float):  # one gamma for every window
+            dt = a.dtype.type
+            return b - d * dt(1.0 - gamma) if gamma >= 0.5 else a + d * dt(gamma)
+        return xp.where(gamma >= 0.5, b - d * (1.0 - gamma).astype(a.dtype), a + d * gamma.astype(a.dtype))
+
+
+def nan_picked(a, b, m, kind: str, value: float = 0.0):
+    """numpy's nan-function value of windows holding ``m`` non-NaN values (an array), ``a``
+    and ``b`` being the values at nan_positions' lo and hi among them: blended (median,
+    percentile), NaN where m is 0 or a rank lies beyond m."""
+    xp = array_module(a)
+    lo, hi, gamma = nan_positions(m, kind, value)
+    got = blend(a, b, gamma, kind, lo == hi) if kind in ("median", "percentile") else a
+    return xp.where((lo >= 0) & (lo < m), got, xp.nan)
+
+
 def rank_omit(block, footprint: np.ndarray, pick, mode: str, cval: float, origin: tuple):
-    """A rank filter ignoring NaN (nan_policy='omit'): at each output the ``pick.index(m)``-th
-    smallest of the m non-NaN values under ``footprint`` (NaN where there is none such), as
-    numpy's nan-functions pick. Written once for numpy and cupy blocks (array_module): the
-    windows of a slab of rows are sorted (NaN last) and indexed."""
+    """A rank filter ignoring NaN (nan_policy='omit'): of the m non-NaN values under
+    ``footprint`` at each output, what numpy's nan-functions give (``pick.kind`` and
+    ``pick.value``: nan_positions, nan_picked). Written once for numpy and cupy blocks
+    (array_module): the windows of a slab of rows are sorted (NaN last) and indexed; the numpy
+    backend runs its compiled kernel instead where it can (backends/numpy/rank.py)."""
     tile = Tile.of(block)
     xp = array_module(tile.centre)
     ext = padded(tile, mask_depth(footprint.shape, origin), mode, cval)
@@ -45,15 +113,18 @@ def rank_omit(block, footprint: np.ndarray, pick, mode: str, cval: float, origin
     out = xp.empty(tile.centre.shape, dtype=tile.centre.dtype)
     row = int(np.prod(tile.centre.shape[1:])) * footprint.size
     step = max(1, OMIT_SLAB_VALUES // max(row, 1))
+    last = int(taps.size) - 1
+
+    def at(vals, idx):
+        return xp.take_along_axis(vals, xp.clip(idx, 0, last)[..., None], axis=-1)[..., 0]
+
     for r in range(0, out.shape[0], step):
         slab = windows[r:r + step]
         flat = slab.reshape(slab.shape[:tile.ndim] + (footprint.size,))  # a copy: the values
         vals = xp.sort(flat[..., taps], axis=-1)
         m = (~xp.isnan(vals)).sum(axis=-1)
-        idx = pick.index(m)
-        ok = (idx >= 0) & (idx < m)
-        got = xp.take_along_axis(vals, xp.clip(idx, 0, vals.shape[-1] - 1)[..., None], axis=-1)[..., 0]
-        out[r:r + step] = xp.where(ok, got, xp.nan)
+        lo, hi, _ = nan_positions(m, pick.kind, pick.value)
+        out[r:r + step] = nan_picked(at(vals, lo), at(vals, hi), m, pick.kind, pick.value)
     return out
 
 

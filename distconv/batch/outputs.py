@@ -15,6 +15,7 @@ from ..core.arrays import to_host
 from ..engine import paths
 from ..engine.location import is_url
 from ..ops.histograms import histogram
+from .workflow import WorkflowError
 
 
 def histogram_output(data, spec, client):
@@ -25,7 +26,13 @@ def histogram_output(data, spec, client):
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="histogram without range computes")
-        hist, edges = histogram(data, bins=spec.get("bins", 256), range=spec.get("range"))
+        try:
+            hist, edges = histogram(data, bins=spec.get("bins", 256), range=spec.get("range"))
+        except ValueError as e:  # no range, and the result holds inf or nothing but NaN: the user's to fix
+            if spec.get("range") is not None:
+                raise
+            raise WorkflowError(f"outputs.histogram: {e} (in the workflow: outputs.histogram.range: "
+                                "[lo, hi])") from None
     return write_histogram(to_host(hist.compute() if hasattr(hist, "compute") else hist), edges, spec)
 
 

@@ -87,8 +87,9 @@ SHARED = {
     "nan_policy_rank": _entry(
         "nan_policy : {'propagate', 'omit'}, optional",
         "'propagate' (default): a window holding a NaN gives NaN, as ``np.min`` and",
-        "``np.median``. 'omit': NaN is ignored, as ``np.nanmin``, ``np.nanmedian`` and",
-        "``np.nanpercentile``; NaN only where a window holds nothing else."),
+        "``np.median``. 'omit' (float data): ``np.nanmin``, ``np.nanmedian`` and",
+        "``np.nanpercentile`` of each window (a mean of the two middle values, an",
+        "interpolated percentile); NaN only where a window holds nothing else."),
     "size": _entry("size : int or sequence of int, optional",
                    "The box: its length along every filtered axis, or one length per axis (of",
                    "``axes``). Give ``size`` or ``footprint``."),
@@ -112,8 +113,9 @@ xarray input.""",
     "nan_rule": """\
 NaN: scipy leaves the order of NaN unspecified, and its result then depends on where
 its scan starts (so on the chunking). distconv's rule, the same on every backend and
-chunking, is numpy's: with ``nan_policy='propagate'`` a window holding a NaN gives NaN;
-with 'omit' NaN is ignored. Windows without NaN give scipy's numbers.""",
+chunking, is numpy's: with ``nan_policy='propagate'`` a window holding a NaN gives NaN,
+and windows without NaN give scipy's numbers; with 'omit' every window of float data gives
+numpy's nan-function of its non-NaN values (np.nanmin, np.nanmedian, np.nanpercentile).""",
     "halo": """\
 A dask input runs as one task per chunk that reads its neighbours' edges (the halo) in
 place; consecutive distconv filters on one dask array fuse into one task per chunk, and

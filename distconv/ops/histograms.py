@@ -33,17 +33,18 @@ def _check_weights(weights, x, name="weights"):
     return w
 
 
-def _finite_range(x, why: str = "histogram without range computes the min and max of the data's "
-                                 "finite values now (a full pass over the input; NaN and inf are left "
-                                 "out, as they fall in no bin); pass range=(lo, hi) to stay lazy"):
-    """The autodetected range: (min, max) of the data's finite values (numpy's, where every
-    value is finite; numpy refuses NaN or inf, which here are left out, as a range leaves them
-    out of every bin); ``why``: the warning a dask input gets, since this computes."""
+def _finite_range(x, why: str = "histogram without range computes the min and max of the data now (a full "
+                                 "pass over the input; NaN is left out, as it falls in no bin); pass "
+                                 "range=(lo, hi) to stay lazy", of: str = "the data"):
+    """The autodetected range: (min, max) of the data's values but NaN (missing data, which
+    falls in no bin), numpy's where no value is NaN; numpy's ValueError where that range is not
+    finite (the data hold +inf or -inf). ``why``: the warning a dask input gets, since this
+    computes; ``of``: the data, as the error names them."""
     if x.size == 0:
         return 0, 1
-    if np.dtype(x.dtype).kind == "f":  # NaN (a masked land, a gap) and inf do not stretch the range
-        finite = np.isfinite(x)
-        lo, hi = _min(np.where(finite, x, np.inf)), _max(np.where(finite, x, -np.inf))
+    if np.dtype(x.dtype).kind == "f":  # NaN (a masked land, a gap) does not stretch the range
+        nan = np.isnan(x)
+        lo, hi = _min(np.where(nan, np.inf, x)), _max(np.where(nan, -np.inf, x))
     else:
         lo, hi = _min(x), _max(x)
     if checks.array_kind(x) == "dask":
@@ -52,9 +53,13 @@ def _finite_range(x, why: str = "histogram without range computes the min and ma
         checks.warn_user(why)
         lo, hi = dask.compute(lo, hi)
     lo, hi = to_host(lo)[()], to_host(hi)[()]  # numpy scalars of the data's dtype, as numpy uses
-    if lo > hi:  # no finite value: nothing to take a range from
-        raise ValueError("range=None takes the range from the data's finite values, and the data has "
-                         "no finite value (all NaN or inf); pass range=(lo, hi)")
+    if lo > hi:  # all NaN: nothing to take a range from
+        raise ValueError(f"range=None takes the range from the min and max of {of}, and {of} hold no "
+                         "value but NaN; pass range=(lo, hi)")
+    if not (np.isfinite(lo) and np.isfinite(hi)):  # numpy's error, in its words first
+        raise ValueError(f"autodetected range of [{lo}, {hi}] is not finite: range=None takes the range "
+                         f"from the min and max of {of}, which hold {'-inf' if np.isinf(lo) else 'inf'}; "
+                         "pass a finite range=(lo, hi) (values outside it, inf included, are dropped)")
     return lo, hi
 
 
@@ -138,11 +143,11 @@ def histogram(x, bins=10, range=None, weights=None, density=False):  # noqa: A00
 
     numpy's semantics: ``bins`` equal bins over ``range`` (or the given edges), every bin
     half-open but the last, which holds its right edge; values outside the range are dropped.
-    Where numpy refuses NaN or inf in data without a ``range``, distconv takes the range from
-    the finite values and leaves the others out (they fall in no bin). Integer counts are
-    exact and the same for every chunking; weighted sums accumulate in float64 (on a GPU with
-    atomics, so their last bits may vary between runs) and come back in the weights' dtype,
-    as numpy's do.
+    Without a ``range``, NaN is missing data: the range comes from the other values and NaN
+    falls in no bin (numpy refuses NaN there); data holding +inf or -inf raise ValueError, as
+    numpy's do. Integer counts are exact and the same for every chunking; weighted sums
+    accumulate in float64 (on a GPU with atomics, so their last bits may vary between runs)
+    and come back in the weights' dtype, as numpy's do.
 
     Parameters
     ----------
@@ -151,9 +156,10 @@ def histogram(x, bins=10, range=None, weights=None, density=False):  # noqa: A00
     bins : int or sequence of scalars, optional
         The number of equal bins (default 10), or the bin edges, increasing.
     range : (float, float), optional
-        The lower and upper edge of the equal bins. Default: the data's finite minimum and
-        maximum (a first pass over the data, which a dask input computes at once, with a
-        warning; pass ``range`` to stay lazy).
+        The lower and upper edge of the equal bins; values outside it (+inf and -inf among
+        them) are dropped. Default: the data's minimum and maximum, NaN left out (a first pass
+        over the data, which a dask input computes at once, with a warning; pass ``range`` to
+        stay lazy).
     weights : array_like, optional
         A weight for each value of ``x`` (same shape), summed instead of counting 1.
     density : bool, optional
@@ -173,8 +179,8 @@ def histogram(x, bins=10, range=None, weights=None, density=False):  # noqa: A00
     ------
     ValueError
         ``bins`` below 1, or edges not increasing or fewer than 2; a ``range`` that is not a
-        finite (min, max) pair with min <= max; no finite value to take a range from;
-        ``weights`` of another shape than ``x``.
+        finite (min, max) pair with min <= max; without ``range``, data holding +inf or
+        -inf (numpy's error) or nothing but NaN; ``weights`` of another shape than ``x``.
     TypeError
         ``x`` of a dtype distconv does not process (complex, float16, object, strings), or
         ``bins`` neither an integer nor edges.
@@ -346,8 +352,8 @@ def histogram2d(x, y, bins=10, range=None, weights=None, density=False):  # noqa
 
     ``H[i, j]`` counts the pairs ``(x[k], y[k])`` with ``x[k]`` in x-bin i and ``y[k]`` in
     y-bin j, numpy's bins (the last of each axis closed); without a ``range`` each axis's
-    comes from its finite values (NaN and inf fall in no bin). Counts are exact and the same
-    for every chunking.
+    comes from its values but NaN (which falls in no bin), and data holding +inf or -inf raise
+    ValueError, as numpy's do. Counts are exact and the same for every chunking.
 
     Parameters
     ----------
@@ -357,8 +363,8 @@ def histogram2d(x, y, bins=10, range=None, weights=None, density=False):  # noqa
         The number of bins for both axes (default 10), the edges for both, or one of either
         per axis.
     range : [[xmin, xmax], [ymin, ymax]], optional
-        The outer edges per axis (default: the data's finite minimum and maximum, a first
-        pass over the data, which a dask input computes at once).
+        The outer edges per axis (default: the data's minimum and maximum, NaN left out, a
+        first pass over the data, which a dask input computes at once).
     weights : array_like, optional
         A weight for each pair (the shape of ``x``), summed instead of counting 1.
     density : bool, optional
@@ -375,8 +381,8 @@ def histogram2d(x, y, bins=10, range=None, weights=None, density=False):  # noqa
     ------
     ValueError
         ``x`` and ``y`` not 1-D of one length, ``bins`` below 1 or edges not increasing, a
-        ``range`` that is not a pair of finite (min, max) pairs, or ``weights`` of another
-        shape than ``x``.
+        ``range`` that is not a pair of finite (min, max) pairs, without ``range`` data holding
+        +inf or -inf, or ``weights`` of another shape than ``x``.
     TypeError
         ``x`` or ``y`` of a dtype distconv does not process (complex, float16, object,
         strings).
@@ -412,12 +418,12 @@ def histogram2d(x, y, bins=10, range=None, weights=None, density=False):  # noqa
     if len(rng) != 2:
         raise ValueError(f"range must be a pair of (min, max) pairs, got {range!r}")
     edges = []
-    for data, b, r in zip((x, y), nb, rng):
+    for name, data, b, r in zip("xy", (x, y), nb, rng):
         if np.ndim(b) == 0:
             n = operator.index(b)
             if n < 1:
                 raise ValueError(f"bins must be positive integers, got {bins!r}")
-            lo, hi = _check_range(r) if r is not None else _finite_range(data)
+            lo, hi = _check_range(r) if r is not None else _finite_range(data, of=name)
             if lo == hi:
                 lo, hi = lo - 0.5, hi + 0.5
             edges.append(np.linspace(lo, hi, n + 1))

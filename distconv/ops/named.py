@@ -424,7 +424,8 @@ def histogram(obj, bins=10, range=None, weights=None, density=False, dims=None):
 
     ``da.distconv.histogram(bins)``: :func:`distconv.histogram` of the values along ``dims``
     (default: every dim), one histogram per slice along the other dims, all with one set of
-    edges (``range``, or the whole data's finite minimum and maximum). On dask-backed data the
+    edges (``range``, or the whole data's minimum and maximum, NaN left out; data holding
+    +inf or -inf then raise ValueError, as numpy's do). On dask-backed data the
     counts are one task per chunk and a tree merge.
 
     Parameters
@@ -432,8 +433,8 @@ def histogram(obj, bins=10, range=None, weights=None, density=False, dims=None):
     bins : int or sequence of scalars, optional
         The number of equal bins (default 10), or the bin edges, increasing.
     range : (float, float), optional
-        The lower and upper edge of the equal bins (default: the data's finite minimum and
-        maximum, a first pass over the data).
+        The lower and upper edge of the equal bins (default: the data's minimum and maximum,
+        NaN left out, a first pass over the data).
     weights : array_like or xarray.DataArray, optional
         A weight per value: an array of the data's shape, or a DataArray that broadcasts
         against it (``cos(lat)`` over lat alone).

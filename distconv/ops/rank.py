@@ -4,9 +4,12 @@ blocks.
 
 NaN: scipy leaves the order of NaN unspecified, and its result then depends on where its scan
 starts, so on the chunking. distconv's rule, the same on every backend and chunking, is
-numpy's: a window holding a NaN gives NaN (np.min, np.median); ``nan_policy="omit"`` ignores
-NaN (np.nanmin, np.nanmedian, np.nanpercentile), NaN only where a window holds nothing else.
-Windows without NaN give scipy's numbers."""
+numpy's: a window holding a NaN gives NaN (np.min, np.median), and windows without NaN give
+scipy's numbers. ``nan_policy="omit"`` gives numpy's nan-functions of each window of float data
+(np.nanmin, np.nanmedian, np.nanpercentile with its default 'linear' method), NaN only where a
+window holds nothing else: a median of an even count is the mean of the two middle values and a
+percentile interpolates, where scipy picks one value (backends/windows.py nan_positions, blend).
+rank_filter's omit counts its rank among the window's non-NaN values."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from functools import partial
 import numpy as np
 
 from .. import backends
+from ..backends.windows import blend, nan_positions
 from ..core import checks
 from ..core.arrays import array_module
 from ..core.tile import Tile
@@ -86,13 +90,20 @@ def _extremum(x, size, footprint, mode, cval, origin, axes, output, minimum: boo
     depth = [(0, 0)] * x.ndim
     for a, k, o in passes:
         depth[a] = reach(k, o)
-    func = partial(backends.extremum_passes, passes=passes, minimum=minimum, mode=full, cval=cval)
+    func = partial(backends.extremum_passes, passes=passes, minimum=minimum, mode=full,
+                   cval=_omitted_cval(cval, nan_policy, np.inf if minimum else -np.inf, x.dtype))
     if np.dtype(x.dtype).kind == "f":
         windows = [partial(backends.extremum_passes, passes=passes, minimum=m, mode=full,
                            cval=float(np.isnan(cval))) for m in (False, True)]
         func = NanRule(func, *windows, nan_policy, np.inf if minimum else -np.inf,
                        "constant" in full and bool(np.isnan(cval)), native=True)
     return _run(x, func, tuple(depth), one_mode(full), name, allow_rechunk, dt, output)
+
+
+def _omitted_cval(cval: float, nan_policy: str, extreme: float, dtype) -> float:
+    """The constant edge a minimum (maximum) of float data picks from with nan_policy='omit':
+    a NaN cval is missing data, seen as +inf (-inf) as the tile's NaN are (NanRule)."""
+    return extreme if nan_policy == "omit" and np.isnan(cval) and np.dtype(dtype).kind == "f" else cval
 
 
 def _run(x, func, depth, mode, name, allow_rechunk, dt, output):
@@ -118,16 +129,44 @@ def _ranked(x, fp, pick, mode, cval, origin, axes, output, dt, name, allow_rechu
         raise checks.FilterArgumentError(f"rank {rank} is outside a footprint of {n} elements")
     rank %= n
     depth = mask_depth(fp.shape, org)
-    func = partial(backends.rank, footprint=fp, rank=rank, mode=mode, cval=cval, origin=org)
+    extreme = {"min": np.inf, "max": -np.inf}.get(pick.kind)
+    func = partial(backends.rank, footprint=fp, rank=rank, mode=mode, origin=org,
+                   cval=cval if extreme is None else _omitted_cval(cval, nan_policy, extreme, x.dtype))
     if np.dtype(x.dtype).kind == "f":
         windows = [partial(backends.rank, footprint=fp, rank=r, mode=mode, cval=float(np.isnan(cval)),
                            origin=org) for r in (n - 1, 0)]
-        extreme = {"min": np.inf, "max": -np.inf}.get(pick.kind)
-        omit = None if extreme is not None else partial(backends.rank_omit, footprint=fp, pick=pick, mode=mode,
-                                                        cval=cval, origin=org)
+        omit = clean = None
+        if extreme is None:
+            omit = partial(backends.rank_omit, footprint=fp, pick=pick, mode=mode, cval=cval, origin=org)
+            clean = _all_values(pick, n, partial(backends.rank, footprint=fp, mode=mode, cval=cval, origin=org))
         func = NanRule(func, *windows, nan_policy, extreme, mode == "constant" and bool(np.isnan(cval)), omit,
-                       native=_median_box(fp, rank))
+                       native=_median_box(fp, rank), clean=clean)
     return _run(x, func, depth, mode, name, allow_rechunk, dt, output)
+
+
+def _all_values(pick: "Pick", n: int, ranked):
+    """nan_policy='omit' over windows that hold no NaN (all ``n`` values): the same ranks for
+    every window, so ``ranked`` (the backend's rank filter, short of ``rank``) picks them, and
+    numpy's blend of the two for a median of an even count or a percentile."""
+    lo, hi, gamma = nan_positions(n, pick.kind, pick.value)
+    if pick.kind == "median" and lo == hi or pick.kind not in ("median", "percentile"):
+        return partial(ranked, rank=lo)
+    return _Blend(partial(ranked, rank=lo), partial(ranked, rank=hi) if hi != lo else None, gamma, pick.kind)
+
+
+@dataclass(frozen=True)
+class _Blend:
+    """numpy's value between two ranks of every window (backends.windows.blend): ``lower``
+    and ``upper`` pick them (``upper`` None: the same rank)."""
+
+    lower: object
+    upper: object
+    gamma: float | None
+    kind: str
+
+    def __call__(self, tile):
+        a = self.lower(tile)
+        return blend(a, a if self.upper is None else self.upper(tile), self.gamma, self.kind)
 
 
 def _median_box(fp: np.ndarray, rank: int) -> bool:
@@ -143,8 +182,8 @@ def _median_box(fp: np.ndarray, rank: int) -> bool:
 class Pick:
     """Which value of a window a rank filter picks: ``kind`` min, max, median, percentile
     (``value`` in 0..100) or rank (``value``: from the bottom, negative from the top).
-    ``pick(n)``: the rank among n values; ``index(m)``: the same among m non-NaN values
-    (an array), for nan_policy='omit'."""
+    ``pick(n)``: scipy's rank among n values; nan_policy='omit' picks as numpy's
+    nan-functions do instead (backends.windows.nan_positions)."""
 
     kind: str
     value: float = 0
@@ -160,13 +199,6 @@ class Pick:
             return n - 1 if self.value == 100.0 else int(float(n) * self.value / 100.0)
         return int(self.value)
 
-    def index(self, m):
-        if self.kind == "percentile" and self.value != 100.0:
-            return (m * self.value / 100.0).astype(m.dtype)
-        if self.kind == "rank":
-            return m + int(self.value) if self.value < 0 else m * 0 + int(self.value)
-        return m * 0 + self(m)
-
 
 @dataclass(frozen=True)
 class NanRule:
@@ -174,7 +206,8 @@ class NanRule:
     ``policy`` propagate, NaN wherever the window holds one (``any_window``: the window's max,
     run on the 0/1 NaN indicator); with omit, NaN ignored: min/max see NaN as ``extreme``
     (+inf for a min) and give NaN only where the window is all NaN (``all_window``: its min
-    over the indicator); other ranks run ``omit``. Tiles without NaN run ``func`` alone.
+    over the indicator); other ranks run ``omit`` (numpy's nan-functions of each window), or
+    ``clean`` on tiles without NaN. Other tiles without NaN run ``func`` alone.
     ``edge_nan``: a constant mode whose cval is NaN (every window over the edge holds one).
     ``native``: on GPUs ``func`` propagates NaN itself when asked (nan_propagate=True: the
     minimum/maximum kernels pick with NaN-propagating min/max, the median kernels of full
@@ -188,6 +221,7 @@ class NanRule:
     edge_nan: bool
     omit: object = None
     native: bool = False
+    clean: object = None
 
     def __call__(self, tile):
         tile = Tile.of(tile)
@@ -195,7 +229,7 @@ class NanRule:
         if self.native and self.policy == "propagate" and backends.backend_of(tile) == "cuda":
             return self.func(tile, nan_propagate=True)
         if not self.edge_nan and not _holds_nan(tile):
-            return self.func(tile)
+            return self.clean(tile) if self.policy == "omit" and self.clean is not None else self.func(tile)
         flags = tile.map(lambda a: xp.isnan(a).astype(np.float32))
         if self.policy == "propagate":
             return xp.where(self.any_window(flags) > 0, xp.nan, self.func(tile))
@@ -465,7 +499,9 @@ def median_filter(x, size=None, footprint=None, mode="reflect", cval=0.0, origin
     The median of each element's window, a box (``size``) or any ``footprint``; of an even
     count, the upper of the two middle values (scipy's rule, not numpy's mean of the two).
     Without NaN the numbers are scipy.ndimage.median_filter's for every chunking and device;
-    NaN follows numpy's rule (see Notes).
+    NaN follows numpy's rule (see Notes). With ``nan_policy='omit'`` float data give
+    ``np.nanmedian`` of each window instead, the mean of the two middle values of an even
+    count of non-NaN values included.
 
     Parameters
     ----------
@@ -511,7 +547,7 @@ def median_filter(x, size=None, footprint=None, mode="reflect", cval=0.0, origin
     [[3, 3, 3], [4, 5, 6], [4, 6, 6]]
     >>> z = np.array([1.0, np.nan, 3, 4, 5])
     >>> dc.median_filter(z, 3).tolist(), dc.median_filter(z, 3, nan_policy="omit").tolist()
-    ([nan, nan, nan, 4.0, 5.0], [1.0, 3.0, 4.0, 4.0, 5.0])
+    ([nan, nan, nan, 4.0, 5.0], [1.0, 2.0, 3.5, 4.0, 5.0])
     """
     return _rank_filter(x, size, footprint, mode, cval, origin, axes, output, Pick("median"),
                         "distconv-median", allow_rechunk, nan_policy)
@@ -525,7 +561,10 @@ def percentile_filter(x, percentile, size=None, footprint=None, mode="reflect", 
     The given percentile of each element's window, a box (``size``) or any ``footprint``: the
     value of rank ``int(n * percentile / 100)`` among the window's n values (scipy's rule, no
     interpolation). Without NaN the numbers are scipy.ndimage.percentile_filter's for every
-    chunking and device; NaN follows numpy's rule (see Notes).
+    chunking and device; NaN follows numpy's rule (see Notes). With ``nan_policy='omit'``
+    float data give ``np.nanpercentile(window, percentile)`` of each window instead (numpy's
+    default 'linear' method: it interpolates between the two values around
+    ``(m - 1) * percentile / 100`` of the m non-NaN values, in the data's dtype).
 
     Parameters
     ----------
@@ -572,6 +611,8 @@ def percentile_filter(x, percentile, size=None, footprint=None, mode="reflect", 
     [3.0, 3.0, 1.0, 4.0, 5.0, 5.0, 6.0, 6.0]
     >>> dc.percentile_filter(y, 20, 5).tolist()
     [1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 5.0, 2.0]
+    >>> dc.percentile_filter(y, 20, 5, nan_policy="omit").tolist()  # np.nanpercentile's
+    [1.0, 1.0, 1.0, 1.0, 1.8, 1.8, 4.4, 2.0]
     """
     p = checks.real(percentile, "percentile")
     if p < 0:

@@ -2,7 +2,7 @@
 distconv_median3x3x3) on a GPU: they equal scipy for every mode, dtype and origin over odd sizes
 (several tiles, runs of planes), stacks of planes and halo tiles of dask chunks, mark NaN
 windows themselves, and are the kernels that ran; what they do not take runs distconv_rank.
-Outputs poisoned first. Their networks' numpy model: tests/test_median_model.py."""
+nan_policy='omit' on cupy blocks is numpy's nan-functions of every window. Outputs poisoned first. Their networks' numpy model: tests/test_median_model.py."""
 
 import dask.array as da
 import numpy as np
@@ -99,3 +99,55 @@ def test_what_the_median_kernels_do_not_take_runs_distconv_rank(gpu, rng, kernel
     row = a[:1]  # one row: distconv_rank's lines
     np.testing.assert_array_equal(host(gpu.run(dc.median_filter, row, size=5)), ndi.median_filter(row, 5))
     assert not kernels
+
+
+# ---- nan_policy='omit': numpy's nan-functions on the GPU paths ----------------------------------
+
+OMIT_CASES = [("median", None, 3), ("median", None, 5), ("median", None, (3, 3, 3)), ("median", None, 4),
+              ("median", None, [[1, 0, 1], [0, 1, 1]]), ("percentile", 30, 3), ("percentile", 70, 4),
+              ("percentile", 0, 5), ("percentile", 100, 3), ("rank", -2, 3), ("minimum", None, [[1, 1, 0], [0, 1, 1]]),
+              ("maximum", None, 4)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op, arg, window", OMIT_CASES, ids=[f"{c[0]}{c[1] if c[1] is not None else ''}-{c[2]}"
+                                                             for c in OMIT_CASES])
+@pytest.mark.parametrize("mode, cval", [("reflect", 0.0), ("mirror", 0.0), ("nearest", 0.0), ("wrap", 0.0),
+                                        ("constant", 1.5), ("constant", np.nan)])
+def test_omit_on_the_gpu_is_numpys_nan_functions(gpu, rng, op, arg, window, mode, cval):
+    """cupy blocks with NaN (the sort of each window's values on the device) and without (the
+    median kernels or distconv_rank at numpy's two ranks, then the same blend): np.nanmedian,
+    np.nanpercentile (linear), np.nanmin, the rank among non-NaN values, bit for bit."""
+    from ..test_nan_quantiles import call, masked, oracle, window_values
+
+    ndim = 3 if window == (3, 3, 3) else 2
+    fp = np.asarray(window, bool) if isinstance(window, list) else np.ones(
+        window if np.ndim(window) else (window,) * ndim, bool)
+    kw = {"footprint": window} if isinstance(window, list) else {"size": window}
+    shape = (9, 21, 34) if ndim == 3 else (67, 131)
+    for dtype in (np.float32, np.float64):
+        for frac in (0.0, 0.3):
+            a = masked(rng, shape, frac, dtype, inf=frac > 0)
+            got = host(gpu.run(lambda x: call(op, x, arg, mode=mode, cval=cval, **kw), a))
+            ref = oracle(op, window_values(a, fp, mode, cval), arg)
+            assert got.dtype == ref.dtype
+            np.testing.assert_array_equal(got, ref, err_msg=f"{np.dtype(dtype)} NaN share {frac}")
+
+
+@pytest.mark.gpu
+def test_omit_over_dask_of_cupy_chunks_with_and_without_nan(gpu, rng, kernels):
+    import cupy
+
+    from ..test_nan_quantiles import masked, oracle, window_values
+
+    a = masked(rng, (70, 97), 0.0, np.float32)
+    a[3:12, 50:80][rng.random((9, 30)) < 0.5] = np.nan  # NaN in a few chunks only
+    x = da.from_array(cupy.asarray(a), chunks=(35, 49))  # three chunks (halos too) without NaN
+    for size in (3, 4):
+        w = window_values(a, np.ones((size, size), bool), "reflect")
+        poison_gpu_pool(a.nbytes * 8)
+        np.testing.assert_array_equal(cupy.asnumpy(dc.median_filter(x, size, nan_policy="omit").compute()),
+                                      oracle("median", w))
+        np.testing.assert_array_equal(cupy.asnumpy(dc.percentile_filter(x, 30, size, nan_policy="omit").compute()),
+                                      oracle("percentile", w, 30))
+    assert "distconv_median3x3" in kernels  # the chunks without NaN: the median kernel at rank n // 2

@@ -413,6 +413,32 @@ def extremum_mid(src, k, c, lo, mode, cval, minimum, dst):
                     _pick(d, src[p, r], cols, minimum)
 
 # ---- rank filters over a footprint ------------------------------------------------------
+# _exchanges: the network ``net`` (rows a, b, op; op 0 both, 1 min into a, 2 max into b) over
+# the first w columns of buf's rows, columns innermost (vectorized min/max). Inlined.
+@njit(inline="always", **JIT)
+def _exchanges(buf, net, w):
+    for e in range(net.shape[0]):
+        ba = buf[net[e, 0]]
+        bb = buf[net[e, 1]]
+        op = net[e, 2]
+        if op == 0:
+            for j in range(w):
+                u = ba[j]
+                v = bb[j]
+                ba[j] = u if u < v else v
+                bb[j] = v if u < v else u
+        elif op == 1:
+            for j in range(w):
+                u = ba[j]
+                v = bb[j]
+                ba[j] = u if u < v else v
+        else:
+            for j in range(w):
+                u = ba[j]
+                v = bb[j]
+                bb[j] = v if u < v else u
+
+
 # rank_nd: rank_filter (median, percentile, min/max over a footprint) of 1-D..3-D blocks
 # seen as 3-D. Loops: output row (z, y) -> strips of S columns -> gather: window value t
 # of each column into row t of a buffer (n x S, in L1) -> a selection network
@@ -440,27 +466,51 @@ def rank_nd(ext, tz, ty, tx, lo0, lo1, lo2, c0, c1, c2, mode, cval, net, rank, s
                             bt[j] = cval
                         continue
                     _window(bt, ext[sz, sy], lo2 + x0 + tx[t] - c2, w, mode, cval)
-                for e in range(net.shape[0]):
-                    ba = buf[net[e, 0]]
-                    bb = buf[net[e, 1]]
-                    op = net[e, 2]
-                    if op == 0:
-                        for j in range(w):
-                            u = ba[j]
-                            v = bb[j]
-                            ba[j] = u if u < v else v
-                            bb[j] = v if u < v else u
-                    elif op == 1:
-                        for j in range(w):
-                            u = ba[j]
-                            v = bb[j]
-                            ba[j] = u if u < v else v
-                    else:
-                        for j in range(w):
-                            u = ba[j]
-                            v = bb[j]
-                            bb[j] = v if u < v else u
+                _exchanges(buf, net, w)
                 br = buf[rank]
                 o = out[z, y, x0:x0 + w]
                 for j in range(w):
                     o[j] = br[j]
+
+# rank_omit_nd: nan_policy='omit' of the rank filters (floats): of each output's window, its
+# count m of non-NaN values (into m_out) and the values at ranks lo_of[m] and hi_of[m] among
+# them (a_out, b_out; the caller blends them as numpy's nan-functions do). Loops as rank_nd's;
+# the gather counts each column's NaN and reads them as +inf, which sorts after every value,
+# so that ranks below m of the sorted window are its non-NaN values' own; net sorts it whole
+# (compiled.sort_network). Limits: rank_nd's; lo_of, hi_of in 0..n-1 for m in 0..n.
+@njit(**JIT)
+def rank_omit_nd(ext, tz, ty, tx, lo0, lo1, lo2, c0, c1, c2, mode, cval, net, lo_of, hi_of, strip,
+                 a_out, b_out, m_out):
+    nz, ny, nx = a_out.shape
+    lz, ly = ext.shape[0], ext.shape[1]
+    ntap = tz.shape[0]
+    buf = np.empty((ntap, strip), ext.dtype)
+    nan = np.empty(strip, np.int64)
+    for z in range(nz):
+        for y in range(ny):
+            for x0 in range(0, nx, strip):
+                w = min(strip, nx - x0)
+                for j in range(w):
+                    nan[j] = 0
+                for t in range(ntap):
+                    bt = buf[t]
+                    sz = _src(lo0 + z + tz[t] - c0, lz, mode)
+                    sy = _src(lo1 + y + ty[t] - c1, ly, mode)
+                    if sz < 0 or sy < 0:
+                        for j in range(w):
+                            bt[j] = cval
+                    else:
+                        _window(bt, ext[sz, sy], lo2 + x0 + tx[t] - c2, w, mode, cval)
+                    for j in range(w):
+                        if bt[j] != bt[j]:
+                            bt[j] = np.inf
+                            nan[j] += 1
+                _exchanges(buf, net, w)
+                ao = a_out[z, y, x0:x0 + w]
+                bo = b_out[z, y, x0:x0 + w]
+                mo = m_out[z, y, x0:x0 + w]
+                for j in range(w):
+                    m = ntap - nan[j]
+                    ao[j] = buf[lo_of[m], j]
+                    bo[j] = buf[hi_of[m], j]
+                    mo[j] = m

@@ -356,13 +356,38 @@ def rank(ext: np.ndarray, footprint: np.ndarray, rank: int, mode: str, cval: flo
     return _narrow(out, ext.dtype)
 
 
-@lru_cache(maxsize=64)
-def network(n: int, rank: int) -> np.ndarray:
-    """The compare-exchanges that leave the ``rank``-th smallest of n values in row ``rank``:
-    Batcher's odd-even merge sort for the next power of two, cut to n values (the others would
-    be +inf, which no comparator moves), then pruned backwards to those ``rank`` depends on,
-    each marked 0 (both results used), 1 (only the min, into the first row) or 2 (only the
-    max, into the second). (m, 3) int64, read-only (cached)."""
+def rank_omit(ext: np.ndarray, footprint: np.ndarray, kind: str, value: float, mode: str, cval: float, origin,
+              halo, shape) -> np.ndarray:
+    """nan_policy='omit' of a rank filter (windows.rank_omit's numbers: numpy's nan-functions
+    of each window, ``kind`` and ``value`` as windows.nan_positions takes them) of float
+    ``ext``'s centre (``halo``, ``shape``): the kernel sorts each window with NaN last and picks
+    the two ranks its count of non-NaN values names; windows.nan_picked blends them."""
+    from ..windows import nan_picked, nan_positions
+
+    fp = np.asarray(footprint, dtype=bool)
+    idx = np.nonzero(fp)
+    n = len(idx[0])
+    e3 = _as3(ext)
+    a, b, m = np.empty(tuple(shape), e3.dtype), np.empty(tuple(shape), e3.dtype), np.empty(tuple(shape), np.int64)
+    a3, b3, m3 = _as3(a), _as3(b), _as3(m)
+    lo_of, hi_of, _ = nan_positions(np.arange(n + 1), kind, value)  # by count: the ranks to pick
+    lo_of, hi_of = (np.ascontiguousarray(np.clip(r, 0, n - 1), dtype=np.int64) for r in (lo_of, hi_of))
+    strip = max(16, min(1024, STRIP_BYTES // (n * e3.itemsize)) // 16 * 16)
+    taps, lo, c = _taps(idx, fp.ndim), _pad3(h[0] for h in halo), _pad3(k // 2 + o for k, o in zip(fp.shape, origin))
+    value3, net, kern = _value(cval, ext.dtype, e3.dtype), sort_network(n), _kernels()
+
+    def band(o, axis, start):
+        at = (slice(None),) * axis + (slice(start, start + o.shape[axis]),)
+        kern.rank_omit_nd(e3, *taps, *_shifted(lo, axis, start), *c, MODES[mode], value3, net, lo_of, hi_of, strip,
+                          o, b3[at], m3[at])
+
+    _banded(band, a3)
+    return nan_picked(a, b, m, kind, value)
+
+
+def _pairs(n: int) -> list:
+    """The compare-exchanges of Batcher's odd-even merge sort for the next power of two, cut
+    to n values (the others would be +inf, which no comparator moves)."""
     size = 1
     while size < n:
         size *= 2
@@ -377,8 +402,27 @@ def network(n: int, rank: int) -> np.ndarray:
                         pairs.append((i + j, i + j + k))
             k //= 2
         p *= 2
+    return pairs
+
+
+@lru_cache(maxsize=64)
+def sort_network(n: int) -> np.ndarray:
+    """_pairs(n) as exchanges of both results (op 0): n values sorted whole. (m, 3) int64,
+    read-only (cached)."""
+    net = np.array([(a, b, 0) for a, b in _pairs(n)], dtype=np.int64).reshape(-1, 3)
+    net.setflags(write=False)
+    return net
+
+
+@lru_cache(maxsize=64)
+def network(n: int, rank: int) -> np.ndarray:
+    """The compare-exchanges that leave the ``rank``-th smallest of n values in row ``rank``:
+    Batcher's odd-even merge sort for the next power of two, cut to n values (the others would
+    be +inf, which no comparator moves), then pruned backwards to those ``rank`` depends on,
+    each marked 0 (both results used), 1 (only the min, into the first row) or 2 (only the
+    max, into the second). (m, 3) int64, read-only (cached)."""
     need, ops = {rank}, []
-    for a, b in reversed(pairs):
+    for a, b in reversed(_pairs(n)):
         if a in need or b in need:
             ops.append((a, b, 0 if (a in need and b in need) else 1 if a in need else 2))
             need |= {a, b}

@@ -1,6 +1,8 @@
 """Rank filters of one block or halo tile: scipy.ndimage's numbers (the oracle for
 backends/cuda/rank.py), from the compiled kernels (compiled.py) where ``compiled.reason``
-allows, else from scipy.ndimage itself. Only the tile's centre is returned."""
+allows, else from scipy.ndimage itself; nan_policy='omit' (numpy's nan-functions of each
+window) from the compiled kernels too, else from windows.rank_omit. Only the tile's centre is
+returned."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import scipy.ndimage as ndi
 
 from ...core.modes import mode_of
 from ...core.tile import Tile
-from ..windows import rank_omit  # noqa: F401 - nan_policy='omit', written once for both backends
+from .. import windows
 from . import compiled
 
 
@@ -46,3 +48,17 @@ def extremum_passes(block, passes: list, minimum: bool, mode, cval: float):
         ext = f(ext, size, axis=axis, mode=mode_of(mode, axis), cval=cval, origin=origin)
     return ext[tile.interior()]
 
+
+
+def rank_omit(block, footprint: np.ndarray, pick, mode: str, cval: float, origin: tuple):
+    """nan_policy='omit' of a rank filter (float tiles): numpy's nan-functions of each window
+    (windows.rank_omit's numbers), from the compiled kernel where ``compiled.reason`` allows,
+    else from windows.rank_omit (a sort of each window's values)."""
+    tile = Tile.of(block)
+    ext = tile.assemble()
+    n = int(np.count_nonzero(footprint))
+    if ext.dtype.kind == "f" and compiled.reason("pick", ext.dtype, None, ext.ndim, (mode,), cval, taps=n,
+                                                 size=ext.size) is None:
+        return compiled.rank_omit(ext, footprint, pick.kind, pick.value, mode, cval, origin, tile.halo,
+                                  tile.centre.shape)
+    return windows.rank_omit(tile, footprint, pick, mode, cval, origin)
