@@ -153,21 +153,28 @@ class JobBoard(SchedulerPlugin):
                 "blocks": self.blocks(chosen) if chosen else []}
 
     def row(self, job: dict) -> dict:
+        """One job as the page's table shows it: its facts, blocks and bytes done (the blocks the
+        scheduler saw finish, so a pause between the client's samples leaves no stale count),
+        GB/s from the client's samples, time left at that rate, stage seconds, start-up phases."""
         now = job["ended"] or time.time()
-        seconds = job["seconds"]
-        rate = job["done_bytes"] / seconds if seconds > 0 else None
-        left = (job["bytes"] - job["done_bytes"]) / rate if rate and job["ended"] is None else None
+        states = list(self._states(job))
+        done = [i for i, s in enumerate(states) if s == "done"]
+        done_bytes = max(job["done_bytes"], sum(job["sizes"][i] for i in done))
+        rate = job["done_bytes"] / job["seconds"] if job["seconds"] > 0 else None
+        left = (job["bytes"] - done_bytes) / rate if rate and job["ended"] is None else None
         return {k: job.get(k) for k in ("id", "workflow", "name", "input", "output", "path", "why", "state",
-                                          "message", "blocks", "bytes", "done", "done_bytes", "started",
-                                          "ended")} | {"phases": _durations(job["started"], job["phases"]),
+                                          "message", "blocks", "bytes", "started", "ended")} | {
+            "done": max(job["done"], len(done)), "done_bytes": done_bytes,
+            "phases": _durations(job["started"], job["phases"]),
             "elapsed": round(now - job["started"], 3), "GBps": None if rate is None else rate / 1e9,
             "left_s": None if left is None else round(left, 1),
             "stages": {k: round(v, 3) for k, v in job["stages"].items()},
-            "running": sum(1 for s in self._states(job) if s == "running")}
+            "running": states.count("running"), "failed": states.count("failed")}
 
     def blocks(self, jid: str) -> list:
         """The job's blocks in order: [state, seconds, worker, bytes, stage seconds]; state one of
-        waiting, queued (on a worker, not yet in a slot), running, done, failed."""
+        waiting, queued (on a worker, not yet in a slot), running, done, failed, stopped (the
+        job ended before it ran)."""
         job = self.jobs[jid]
         out = []
         for i, state in enumerate(self._states(job)):
@@ -187,6 +194,8 @@ class JobBoard(SchedulerPlugin):
                 yield "failed"
             elif b.get("done") or b.get("end") is not None:
                 yield "done"
+            elif job["ended"] is not None:
+                yield "stopped"  # the job ended (cancelled, failed) before this block ran
             elif b.get("start") is not None:
                 yield "running"
             else:
@@ -249,15 +258,13 @@ def add_routes(scheduler):
     """The page's routes on ``scheduler``'s web server (under its dashboard prefix), unless
     they are there (distributed.scheduler.http.routes named this module, or an earlier
     plugin added them)."""
+    import dask
+
     app = getattr(scheduler, "http_application", None)
     if app is None or getattr(app, "_distconv_page", False):
         return
-    from tornado.httputil import HTTPServerRequest
-
-    prefix = _prefix(app)
-    probe = HTTPServerRequest(method="GET", uri=prefix + PAGE + "/jobs.json")
-    found = app.find_handler(probe)
-    if found is None or getattr(found, "handler_class", None) is not JobsJSON:
+    if __name__ not in dask.config.get("distributed.scheduler.http.routes", []):
+        prefix = _prefix(app)
         app.add_handlers(r".*", [(prefix + url, cls, {**kw, "dask_server": scheduler}) for url, cls, kw in routes])
     app._distconv_page = True
 
