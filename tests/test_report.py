@@ -5,6 +5,7 @@ before any work; a workflow's own report lists its steps; the engine's block tas
 after the steps on the dashboard."""
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def _files(tmp_path, steps, name="wf", out="out.zarr", workers=2):
+def _files(tmp_path, steps, name="wf", out="out.zarr", workers=2, dashboard=None):
     x = np.random.default_rng(6).standard_normal((256, 64)).astype(np.float32)
     if not (tmp_path / "in.zarr").exists():
         zarr.create_array(str(tmp_path / "in.zarr"), data=x, chunks=(16, 64))
@@ -31,7 +32,7 @@ def _files(tmp_path, steps, name="wf", out="out.zarr", workers=2):
                                   "outputs": {"path": out}}, sort_keys=False))
     c = tmp_path / "cluster.yaml"
     c.write_text(yaml.safe_dump({"cluster": {"type": "cpu", "n_workers": workers, "threads_per_worker": 2,
-                                             "processes": False, "dashboard_address": None}}))
+                                             "processes": False, "dashboard_address": dashboard}}))
     return x, wf, c
 
 
@@ -53,7 +54,7 @@ STEPS = [{"op": "correlate", "weights": [[0, 1, 0], [1, 2, 1], [0, 1, 0]]},
 def test_report_names_steps_arrays_stages_and_draws_the_timeline(tmp_path, monkeypatch):
     small_engine_blocks(monkeypatch, 4000, 1000)  # 16 blocks of 16 rows
     monkeypatch.chdir(tmp_path)
-    x, wf, c = _files(tmp_path, STEPS)
+    x, wf, c = _files(tmp_path, STEPS, dashboard="127.0.0.1:0")
     res = _run(wf, "--cluster", c, "--json", "s.json", "--report", "rep")
     assert res.exit_code == 0, res.output
     assert "distconv: report: rep/report.md" in res.output
@@ -80,7 +81,8 @@ def test_report_names_steps_arrays_stages_and_draws_the_timeline(tmp_path, monke
            f"{tuple(out['shards'])} |" in md
     for stage, seconds in s["stage_seconds"].items():
         assert f"| {stage} | {seconds:.3f} |" in md
-    assert "| `distconv-correlate-gaussian` |" in md  # busy seconds, by the dashboard's name
+    assert re.search(r"\| `correlate-gaussian-[a-z]{3}` \|", md)  # busy seconds, by the dashboard's name
+    assert f"- on the dashboard: {s['dashboard']}" in md and "/distconv?job=" in s["dashboard"]  # the job's page
     assert "| first_task |" in md and f"{s['wall_s']:.2f} s from the command's start" in md
     assert "![timeline](timeline.png)" in md and "16 blocks on " in md
     _valid_png(tmp_path / "rep" / "timeline.png")

@@ -103,6 +103,8 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     summary["arrays"] = {"input": _array_facts(wf.input["path"], wf.input.get("variable")),
                          "output": _array_facts(array_path)}
     summary["timeline"] = _timeline(plan, results, stream, started, client)
+    if shown.page is not None:
+        summary["dashboard"] = shown.page  # the job on the scheduler's distconv page
     return _with_files(summary, wf, hist, plan.source, array_path)
 
 

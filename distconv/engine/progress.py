@@ -42,6 +42,7 @@ class Progress:
         self._graph = ()     # what was computed: the job's own tasks are its keys
         self._client = None
         self._told = 0.0
+        self.page = None     # the job's address on the dashboard's page, once begun on a cluster
 
     def expect(self, sizes: dict, plan=None, dst: str | None = None, graph=()):
         """The blocks' tasks (key -> bytes of input each covers), in block order; ``plan``
@@ -71,6 +72,9 @@ class Progress:
             return
         self._client = client
         if dashboard.register(client):
+            served = client.scheduler_info().get("services", {}).get("dashboard")
+            link = dashboard.page_url(client.dashboard_link) if served else None
+            self.page = f"{link}?job={self.id}" if link else None
             self._tell("begin", about={k: v for k, v in self.about.items() if v is not None},
                        client=getattr(client, "id", None), at=time.time() if at is None else at)
         else:
