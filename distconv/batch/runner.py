@@ -76,9 +76,11 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     ensure_input(wf)
     if job["input"]["stamp"] is None:  # a synthetic input, written just now
         job = identity.job(wf)
+    shown.phase("input")
     # one pipeline: the engine's plan where it takes the workflow, else the general one, then
     # the same claim, dataset frame, compute, finish and summary
     plan = plans.choose(wf, gpu)
+    shown.phase("plan")
     claim = ownership.claim(str(out_path), overwrite, resume, job=job)
     array_path, attrs, dims = plan.array_path, _attrs(wf), None
     if plan.frame is not None:  # a dataset in, a dataset out: xr.open_zarr(output) gives it back

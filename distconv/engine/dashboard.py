@@ -19,6 +19,7 @@ import json
 import logging
 import math
 import time
+import weakref
 from importlib import resources
 
 try:
@@ -104,7 +105,8 @@ class JobBoard(SchedulerPlugin):
         if job is None:
             return
         b = job["block"].setdefault(msg["i"], {})
-        b["worker"] = msg.get("worker")
+        # the scheduler sets "worker" to the sender's address: its name travels as "name"
+        b["worker"] = msg.get("name") or self._worker_name(msg.get("worker"))
         if msg["event"] == "start":
             b.setdefault("start", msg["at"])
             if not any(p[0] == "first block" for p in job["phases"]):
@@ -288,23 +290,22 @@ def page_url(status_url: str) -> str:
     return f"{base}/{PAGE}"
 
 
-_REGISTERED: set = set()
+_REGISTERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # clients that registered it
 
 
 def register(client) -> bool:
-    """JobBoard registered on ``client``'s scheduler (once a scheduler for this process; the
-    scheduler keeps one whoever registers it again). A scheduler that cannot load distconv
-    runs its jobs without the page. Returns whether the board is there."""
-    address = getattr(getattr(client, "scheduler", None), "address", None) or id(client)
-    if address in _REGISTERED:
-        return True
+    """JobBoard registered on ``client``'s scheduler (asked once a client; the scheduler keeps
+    the one it has whoever registers it again). A scheduler that cannot load distconv runs
+    its jobs without the page. Returns whether the board is there."""
+    if client in _REGISTERED:
+        return _REGISTERED[client]
     try:
         client.register_plugin(JobBoard())
+        _REGISTERED[client] = True
     except Exception as e:  # noqa: BLE001 - the jobs run as well without their page
         logging.getLogger(__name__).warning("the scheduler did not take distconv's job page (%s)", e)
-        return False
-    _REGISTERED.add(address)
-    return True
+        _REGISTERED[client] = False
+    return _REGISTERED[client]
 
 
 def tell_block(run: str, i: int, event: str, laps: dict | None = None):
@@ -316,7 +317,7 @@ def tell_block(run: str, i: int, event: str, laps: dict | None = None):
         worker = get_worker()
     except (ImportError, ValueError):
         return
-    msg = {"run": run, "i": int(i), "event": event, "at": time.time(), "worker": str(worker.name)}
+    msg = {"run": run, "i": int(i), "event": event, "at": time.time(), "name": str(worker.name)}
     if laps is not None:
         msg["laps"] = {k: float(v) for k, v in laps.items()}
     try:

@@ -18,6 +18,7 @@ from . import dashboard
 
 TELL_EVERY_S = 0.5  # seconds between the progress messages the scheduler's page is sent
 
+
 class Progress:
     """Counts the bytes of the blocks that have finished and shows them: engine.write says
     which tasks are blocks (``expect``: task key -> bytes of input it covers), then follows a
