@@ -142,7 +142,7 @@ def test_the_pages_data_for_two_jobs_at_once(tmp_path, monkeypatch, cluster):
         for j in running["jobs"]:
             assert j["blocks"] == 16 and j["bytes"] == x.nbytes and j["path"] == "engine" and j["why"] is None
             assert j["output"].endswith(("out0.zarr", "out1.zarr")) and j["input"] == str(tmp_path / "in.zarr")
-            assert [p[0] for p in j["phases"]][:1] == ["submitted"]
+            assert [p[0] for p in j["phases"]][:1] == ["submitted"]  # then its first block's slot
         held = _until(lambda: (b := _board(port)) and sum(j["done"] for j in b["jobs"]) == 2 and b)
         blocks = held["blocks"]
         assert len(blocks) == 16 and {s for s, *_ in blocks} <= {"done", "queued", "waiting", "running"}

@@ -43,6 +43,7 @@ class Progress:
         self._graph = ()     # what was computed: the job's own tasks are its keys
         self._client = None
         self._told = 0.0
+        self._submitted = None
         self.page = None     # the job's address on the dashboard's page, once begun on a cluster
 
     def expect(self, sizes: dict, plan=None, dst: str | None = None, graph=()):
@@ -53,6 +54,7 @@ class Progress:
         self.total = sum(self.sizes.values())
         self._order = list(self.sizes)
         self._graph = tuple(graph)
+        self._submitted = time.time()  # the graph goes to the cluster next (watch starts after)
         if plan is not None:
             job = plan.job
             if job is not None:
@@ -171,7 +173,7 @@ class Progress:
         self._tell("blocks", keys=self._order,
                    sizes=[self.sizes[k] for k in self._order],
                    about={k: v for k, v in self.about.items() if v is not None})
-        self.phase("submitted")
+        self.phase("submitted", self._submitted)
         self.start()
         state, message = "cancelled", "interrupted"
         try:
