@@ -372,3 +372,30 @@ def test_ctrl_c_cancels_only_the_runs_futures_and_leaves_the_scheduler_log_clean
     ended = _until(lambda: (b := _board(port)) and b["jobs"][0]["state"] == "cancelled" and b)
     assert "interrupted" in ended["jobs"][0]["message"]
     assert {b[0] for b in ended["blocks"]} <= {"done", "stopped"}
+
+
+@pytest.mark.parametrize("given, page", [
+    ("http://127.0.0.1:8787/status", "http://127.0.0.1:8787/distconv"),
+    ("http://h:1/prefix/status", "http://h:1/prefix/distconv"),
+    ("http://127.0.0.1:8787/distconv", "http://127.0.0.1:8787/distconv"),  # a kept cluster's record, read again
+    ("http://127.0.0.1:8787", "http://127.0.0.1:8787/distconv"), (None, None)])
+def test_the_pages_address_beside_the_dashboards(given, page):
+    from distconv.engine.dashboard import page_url
+
+    assert page_url(given) == page
+
+
+def test_a_piped_progress_says_its_last_count_once():
+    import io
+
+    from distconv.engine import Progress
+
+    out = io.StringIO()
+    p = Progress(label="distconv: job", stream=out, every=0.0, bar=False)
+    p.expect({"a": 10, "b": 20})
+    p.start()
+    p.finished("a")
+    p.finished("b")
+    p.close()
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2 and "(2 blocks)" in lines[-1] and "(2 blocks)" not in lines[0]

@@ -281,11 +281,13 @@ def _prefix(app) -> str:
 
 
 def page_url(status_url: str) -> str:
-    """The page's address beside a dashboard's ``/status`` address (or its root); None for
-    None (no dashboard)."""
+    """The page's address beside a dashboard's ``/status`` address (or its root, or the
+    page's own address); None for None (no dashboard)."""
     if not status_url:
         return status_url
     base = status_url.split("?")[0].rstrip("/")
+    if base.endswith("/" + PAGE):  # the page's own address already
+        return base
     base = base[:-len("/status")] if base.endswith("/status") else base
     return f"{base}/{PAGE}"
 

@@ -44,6 +44,7 @@ class Progress:
         self._client = None
         self._told = 0.0
         self._submitted = None
+        self._printed = None  # the blocks the last printed line counted
         self.page = None     # the job's address on the dashboard's page, once begun on a cluster
 
     def expect(self, sizes: dict, plan=None, dst: str | None = None, graph=()):
@@ -148,10 +149,11 @@ class Progress:
     def close(self):
         if self._tqdm is not None:
             self._tqdm.close()
-        elif self.show and self._t0 is not None and self.blocks:
-            self._line(time.perf_counter())
+        elif self.show and self._t0 is not None and self.blocks and self._printed != self.blocks:
+            self._line(time.perf_counter())  # the last count, unless the last line said it
 
     def _line(self, now: float):
+        self._printed = self.blocks
         seconds = max(now - self._t0, 1e-9)
         rate = self.done / seconds
         left = (self.total - self.done) / rate if rate > 0 else float("inf")
