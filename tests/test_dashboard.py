@@ -399,3 +399,20 @@ def test_a_piped_progress_says_its_last_count_once():
     p.close()
     lines = out.getvalue().splitlines()
     assert len(lines) == 2 and "(2 blocks)" in lines[-1] and "(2 blocks)" not in lines[0]
+
+
+def test_a_general_path_job_is_on_the_page_with_its_reason(tmp_path, cluster):
+    import dask.array as da
+
+    import distconv as dc
+
+    x = _array(tmp_path)
+    lc, client, port = cluster
+    got = dc.to_zarr(dc.uniform_filter(da.from_zarr(str(tmp_path / "in.zarr")), 3, mode="wrap"),
+                     str(tmp_path / "wrap.zarr"), client=client)
+    assert got["path"] == "general"
+    board = _until(lambda: (b := _board(port)) and b["jobs"] and b["jobs"][0]["state"] == "done" and b)
+    (job,) = board["jobs"]
+    assert job["path"] == "general" and "wrap" in job["why"]
+    assert job["done"] == job["blocks"] == len(board["blocks"]) > 1 and job["done_bytes"] == x.nbytes
+    assert {b[0] for b in board["blocks"]} == {"done"}
