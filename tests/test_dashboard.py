@@ -416,3 +416,18 @@ def test_a_general_path_job_is_on_the_page_with_its_reason(tmp_path, cluster):
     assert job["path"] == "general" and "wrap" in job["why"]
     assert job["done"] == job["blocks"] == len(board["blocks"]) > 1 and job["done_bytes"] == x.nbytes
     assert {b[0] for b in board["blocks"]} == {"done"}
+
+
+def test_a_job_whose_client_went_away_is_lost(cluster):
+    from distributed import Client
+
+    from distconv.engine import Progress
+
+    lc, client, port = cluster
+    with Client(lc) as other:
+        p = Progress(label="distconv: gone", show=False, about={"workflow": "gone"})
+        p.begin(other)
+        p.expect({"k-0": 5})
+        assert _until(lambda: _board(port)["jobs"])[0]["state"] == "running"
+    (job,) = _until(lambda: (b := _board(port)) and b["jobs"][0]["state"] == "lost" and b["jobs"])
+    assert job["workflow"] == "gone" and "client went away" in job["message"]

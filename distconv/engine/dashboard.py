@@ -144,6 +144,8 @@ class JobBoard(SchedulerPlugin):
             if job.get("client") == client and job["ended"] is None:
                 job["state"], job["ended"] = "lost", time.time()
                 job["message"] = job["message"] or "its client went away before the job ended"
+                for k in job["keys"]:
+                    self._keys.pop(k, None)
 
     # --- what the page reads -----------------------------------------------------------------
     def snapshot(self, selected: str | None = None) -> dict:

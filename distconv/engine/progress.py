@@ -45,6 +45,7 @@ class Progress:
         self._told = 0.0
         self._submitted = None
         self._printed = None  # the blocks the last printed line counted
+        self._announced = False
         self.page = None     # the job's address on the dashboard's page, once begun on a cluster
 
     def expect(self, sizes: dict, plan=None, dst: str | None = None, graph=()):
@@ -68,6 +69,16 @@ class Progress:
                 self.about.setdefault("input", job.src)
         if dst is not None:
             self.about.setdefault("output", str(dst))
+        self._announced = False
+        self._announce()  # before the graph goes out, so the page hears of its first blocks
+
+    def _announce(self):
+        """Tell the page the job's blocks (their keys and bytes) and what it runs, once."""
+        if self._announced or not self._client:
+            return
+        self._announced = True
+        self._tell("blocks", keys=self._order, sizes=[self.sizes[k] for k in self._order],
+                   about={k: v for k, v in self.about.items() if v is not None})
 
     def begin(self, client, at: float | None = None):
         """Tell ``client``'s scheduler the job began (``at``, epoch seconds: now by default);
@@ -172,9 +183,7 @@ class Progress:
         blocks = [f for f in futures if f.key in self.sizes]
         if futures:
             self.begin(futures[0].client)
-        self._tell("blocks", keys=self._order,
-                   sizes=[self.sizes[k] for k in self._order],
-                   about={k: v for k, v in self.about.items() if v is not None})
+        self._announce()
         self.phase("submitted", self._submitted)
         self.start()
         state, message = "cancelled", "interrupted"
