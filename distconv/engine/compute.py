@@ -83,10 +83,7 @@ def rehearse_on_hosts(client, job) -> list:
     try:
         return client.gather(futures)
     except BaseException:  # Ctrl-C: nothing of this run stays on a kept cluster
-        # only this run's futures, the last (the merge the others feed) first: a cancel reaching
-        # a block's unwanted dependents (the merges below it) trips the scheduler's who_wants assert
-        client.cancel(futures[-1:])
-        client.cancel(futures[:-1])
+        client.cancel(futures, force=True)
         raise
 
 
