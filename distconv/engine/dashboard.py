@@ -88,6 +88,7 @@ class JobBoard(SchedulerPlugin):
             job["keys"] = [tuple(k) if isinstance(k, list) else k for k in msg["keys"]]
             job["sizes"] = [int(s) for s in msg["sizes"]]
             job["blocks"], job["bytes"], job["state"] = len(job["keys"]), sum(job["sizes"]), "running"
+            job["phases"].append(["submitted", msg.get("submitted") or msg["at"]])  # its graph goes out
             self._keys.update({k: (jid, i) for i, k in enumerate(job["keys"])})
             if job.get("run"):
                 self._runs[job["run"]] = jid

@@ -78,7 +78,7 @@ class Progress:
             return
         self._announced = True
         self._tell("blocks", keys=self._order, sizes=[self.sizes[k] for k in self._order],
-                   about={k: v for k, v in self.about.items() if v is not None})
+                   about={k: v for k, v in self.about.items() if v is not None}, submitted=self._submitted)
 
     def begin(self, client, at: float | None = None):
         """Tell ``client``'s scheduler the job began (``at``, epoch seconds: now by default);
@@ -184,7 +184,6 @@ class Progress:
         if futures:
             self.begin(futures[0].client)
         self._announce()
-        self.phase("submitted", self._submitted)
         self.start()
         state, message = "cancelled", "interrupted"
         try:
