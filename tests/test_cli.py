@@ -1,6 +1,7 @@
 """The distconv command: one-line errors with exit code 2, info, run."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -59,7 +60,9 @@ def test_run_small_workflow_end_to_end(tmp_path):
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert "GB/s" in res.stdout and "dashboard at http://127.0.0.1" in res.stdout
-    assert "distconv-gaussian:" in res.stdout  # busy time per step, named as the dashboard names it
+    # busy time per task name of the job's own tasks, named as the dashboard names them
+    assert re.search(r"\n  gaussian-[a-z]{3}: [0-9.]+ s busy", res.stdout), res.stdout
+    assert "dashboard at http://127.0.0.1" in res.stdout and "/distconv\n" in res.stdout  # the job page
     import numpy as np
     import scipy.ndimage as ndi
 

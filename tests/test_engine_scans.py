@@ -133,8 +133,8 @@ def test_carried_scan_across_worker_processes(tmp_path, small_blocks):
         with __import__("distributed").get_task_stream(client) as ts:
             s = batch.run(wf, client, progress=False)
     assert s["path"] == "direct"
-    names = {str(t["key"]).split("-")[1] for t in ts.data}
-    assert {"cumsum", "carry"} <= names
+    names = {str(t["key"]).split("-")[0] for t in ts.data}
+    assert {"cumsum", "scan_cumsum", "carry_cumsum"} <= names
     np.testing.assert_allclose(_out(wf), np.cumsum(x, axis=0), rtol=1e-12, atol=1e-9)
 
 

@@ -226,6 +226,8 @@ def run_lines(summary: dict, folder, png: str, level: int = 2) -> list[str]:
         lines.append(f"- path: {summary['path']}{why}")
     if summary.get("gpu_memory_peak") is not None:
         lines.append(f"- GPU memory peak: {summary['gpu_memory_peak'] / 2**30:.2f} GiB")
+    if summary.get("dashboard"):  # the job on the cluster's distconv page, while the cluster runs
+        lines.append(f"- on the dashboard: {summary['dashboard']}")
     if summary.get("report"):
         lines.append(f"- the workflow's own report: `{summary['report']}`")
     lines += _step_lines(summary, h)

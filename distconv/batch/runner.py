@@ -45,9 +45,11 @@ def done_summary(wf: Workflow) -> dict:
 
 
 def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool = True,
-        resume: bool = False, job: dict | None = None) -> dict:
+        resume: bool = False, job: dict | None = None, startup: dict | None = None) -> dict:
     """Run a checked workflow on ``client`` (or the local scheduler); returns the summary.
-    ``job``: identity.job(wf), when the caller has it from its own check."""
+    ``job``: identity.job(wf), when the caller has it from its own check; ``startup``: the
+    command's start-up before the run, for the dashboard's page ({"started": when the command
+    started, then each phase: when it ended; epoch seconds})."""
     overwrite = wf.overwrite if overwrite is None else overwrite
     out_path = wf.outputs["path"]
     if wf.kind == "bovw":
@@ -63,29 +65,37 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     # from here on the flags say what check_target decided
     resume, overwrite = action == "resume", action == "replace"
     t0 = time.perf_counter()
+    # the job on the dashboard's page from now (its check and start-up before the first block)
+    shown = engine.Progress(label=f"distconv: {wf.name}", show=progress,
+                            about={"workflow": wf.name, "input": _input_name(wf), "output": str(out_path)})
+    startup = dict(startup or {})
+    shown.begin(client, startup.pop("started", None))
+    for name, at in startup.items():
+        shown.phase(name, at)
     gpu = _use_gpu(wf, client)
     synthetic_seconds = ensure_input(wf, client, progress)
     t0 += synthetic_seconds  # writing a synthetic input is not the run's: its own field
     if job["input"]["stamp"] is None:  # a synthetic input, written just now
         job = identity.job(wf)
+    shown.phase("input")
     # one pipeline: the engine's plan where it takes the workflow, else the general one, then
     # the same claim, dataset frame, compute, finish and summary
     plan = plans.choose(wf, gpu)
+    shown.phase("plan")
     claim = ownership.claim(str(out_path), overwrite, resume, job=job)
     # an array keeps its input's dims and the attributes that describe its data
     array_path, attrs, dims = plan.array_path, {**jsonable(array_attrs(wf)), **_attrs(wf)}, array_dims(wf)
     if plan.frame is not None:  # a dataset in, a dataset out: xr.open_zarr(output) gives it back
         array_path, attrs, dims = _dataset_frame(wf, plan.frame, claim.resuming)
     plan.count(array_path, claim)
-
-    shown = engine.Progress(label=f"distconv: {wf.name}") if progress else None
+    shown.phase("claim")
 
     def write():
         return engine.write(plan.engine, array_path, claim, client, attrs, dims, plan.codec, plan.storage_chunks,
                             shown)
 
     try:
-        step_seconds, results, stream, started = _compute(write, client)
+        step_seconds, results, stream, started = _compute(write, client, shown)
         _finish(wf, array_path, plan.frame is not None, claim)
     except ownership.Superseded as e:  # another run claimed the output meanwhile
         raise WorkflowError(str(e)) from None
@@ -94,11 +104,13 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
                        step_seconds, plan.says(results))
     if synthetic_seconds:
         summary["synthetic_input_seconds"] = round(synthetic_seconds, 3)
-    if shown is not None:
+    if progress:
         summary["progress"] = shown.summary()  # (seconds, bytes) as the blocks finished
     summary["arrays"] = {"input": _array_facts(wf.input["path"], wf.input.get("variable")),
                          "output": _array_facts(array_path)}
     summary["timeline"] = _timeline(plan, results, stream, started, client)
+    if shown.page is not None:
+        summary["dashboard"] = shown.page  # the job on the scheduler's distconv page
     return _with_files(summary, wf, hist, plan.source, array_path)
 
 
@@ -201,12 +213,13 @@ def _with_files(summary: dict, wf: Workflow, hist, source, array_path: str) -> d
     return summary
 
 
-def _compute(write, client) -> tuple[dict, object, list, float]:
+def _compute(write, client, shown) -> tuple[dict, object, list, float]:
     """Run ``write()`` (engine.write: stopped on the cluster when interrupted or failed);
-    returns busy seconds per task prefix (the steps, as the dashboard names them:
-    distconv-gaussian, distconv-correlate, distconv-store, ...) when on a cluster, the
-    computed results, the cluster's task stream of the job (none without a cluster) and when
-    it was submitted (epoch seconds)."""
+    returns busy seconds per task prefix of the job's own tasks (``shown``, its engine.Progress,
+    knows their keys; as the dashboard names them: gaussian-median-kqb, merge_gaussian-median-kqb,
+    distconv-store, ...) when on a cluster, the computed results, the cluster's task stream of
+    the job's own tasks (another job's at the same time are not this one's: none without a
+    cluster) and when it was submitted (epoch seconds)."""
     if client is None:
         submitted = time.time()
         return {}, write(), [], submitted
@@ -216,23 +229,33 @@ def _compute(write, client) -> tuple[dict, object, list, float]:
     with get_task_stream(client) as ts:
         submitted = time.time()
         results = write()
+    own = shown.keys()
+    stream = [task for task in ts.data if _key(task["key"]) in own]
     busy: dict = {}
-    starts = [s["start"] for task in ts.data for s in task.get("startstops", ()) if s["action"] == "compute"]
-    if starts:
-        busy["first_task_at"] = min(starts)  # epoch seconds: start-up is measured against it
-    for task in ts.data:
+    starts = [s["start"] for task in stream for s in task.get("startstops", ()) if s["action"] == "compute"]
+    for task in stream:
         prefix = key_split(task["key"])
-        if not prefix.startswith("distconv"):
-            continue  # dask's own tasks (finalize, list, from-zarr) are not steps
+        if prefix == "finalize":
+            continue  # dask's own gathering of the results, not a step
         for s in task.get("startstops", ()):
             if s["action"] == "compute":
                 busy[prefix] = busy.get(prefix, 0.0) + s["stop"] - s["start"]
-    first = busy.pop("first_task_at", None)
     out = {k: round(v, 3) for k, v in sorted(busy.items(), key=lambda kv: -kv[1])}
-    if first is not None:
-        out["first_task_at"] = first
+    if starts:
+        out["first_task_at"] = min(starts)  # epoch seconds: start-up is measured against it
         out["submitted_at"] = submitted
-    return out, results, ts.data, submitted
+    return out, results, stream, submitted
+
+
+def _key(key):
+    """A task stream's key as the graph has it (a tuple key may arrive as a list)."""
+    return tuple(key) if isinstance(key, list) else key
+
+
+def _input_name(wf: Workflow) -> str:
+    """The workflow's input as the page names it (a dataset's variable in it)."""
+    path, variable = str(wf.input.get("path")), wf.input.get("variable")
+    return f"{path} ({variable})" if variable else path
 
 
 def _gpu_peak(client):

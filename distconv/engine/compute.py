@@ -22,6 +22,7 @@ from .job import graph as job_graph
 from .location import Location
 from .placement import workers
 from .process import release
+from .progress import Progress
 from .slots import local_blocks
 from .output import create_output
 
@@ -38,6 +39,8 @@ def write(plan: Plan, dst: str, claim: ownership.Claim, client, attrs=None, dims
     ``inner_chunks`` when given; results: write flags). ``attrs``/``dims``: the array's attributes and
     dimension names; ``progress``: an engine.Progress shown while the blocks run. Returns the
     computed results."""
+    progress = Progress(show=False) if progress is None else progress  # the dashboard's page hears of every job
+    progress.begin(client)
     if plan.job is None:
         stored = storage.store_into(plan.data, dst, claim, storage_chunks, codec, attrs, dims, inner_chunks)
         writes = list(stored.to_delayed().ravel())  # one future a block: progress sees each finish
@@ -63,8 +66,7 @@ def write(plan: Plan, dst: str, claim: ownership.Claim, client, attrs=None, dims
         # cluster, and progress saw no block finish)
         writes = [*blocks, merged]
         sizes = _block_sizes(job, blocks)
-    if progress is not None:
-        progress.expect(sizes)
+    progress.expect(sizes, plan, dst, writes)
     try:
         results = compute(writes, client, claim, progress)
     finally:
@@ -157,7 +159,10 @@ def _stop(claim, client, futures):
         return
     _quiet_cancelled_gathers()
     try:
-        client.cancel(futures, force=True)
+        # only this run's futures, the last (the merge the others feed) first: a cancel reaching
+        # a block's unwanted dependents (the merges below it) trips the scheduler's who_wants assert
+        client.cancel(futures[-1:])
+        client.cancel(futures[:-1])
         if claim is not None:
             client.run(ownership.wait_writes, claim.run, STOP_WAIT_S, on_error="ignore")
     except OSError:  # the scheduler is gone: its workers, and their writes, with it

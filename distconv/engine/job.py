@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import re
 import time
 
 import numpy as np
@@ -28,7 +29,7 @@ from ..backends.device import device
 from ..core.arrays import array_module, to_host
 from ..core.tile import Tile
 from ..core.ops import FAN_IN
-from . import batches, carries, config, ownership, shards
+from . import batches, carries, config, dashboard, ownership, shards
 from .plan import Job, mark_of, runs, written
 from .read import fetch, to_device
 from .slots import Clock, device_turn
@@ -56,10 +57,13 @@ def run_block(job: Job, i: int, carry=None, local=None):
     slot = slots.get(i)
     clock.lap("slot wait")
     start = time.time()
+    dashboard.tell_block(job.run, i, "start")  # the page: running from here, not since dask sent it
     try:
         result, laps = _run_block(job, i, slot, clock, carry)
     finally:
         slots.put(slot)
+    if job.part != "local":  # a carried scan's block ends with its write (its laps hold both parts')
+        dashboard.tell_block(job.run, i, "end", laps)
     return result, laps, spans + [(_worker(), start, time.time(), job.part)]
 
 
@@ -215,18 +219,65 @@ def _around(job: Job, ext, rows: tuple):
     return ext, tuple(halo), tuple(trim) if grown else None
 
 
+def task_prefix(job: Job, name: str | None = None) -> str:
+    """What the job's tasks are called on the dashboard (dask's ``key_split`` of their keys):
+    its steps (``name``, else ``job.name``) without "distconv-", then a three-letter tag of its
+    run, ``gaussian-median-kqb``. dask shows a name over 15 characters as its first 12 and
+    "...", so the steps come first; the tag makes two jobs of the same steps at once two bars.
+    ``key_split`` keeps a word after the first only when it is letters and not 8 of them
+    starting a-f (a hex token): any other word is joined to the one before it with "_".
+
+    Parameters
+    ----------
+    job : Job
+        The engine's job (its ``run`` gives the tag).
+    name : str, optional
+        The steps' name, ``job.name`` by default.
+
+    Returns
+    -------
+    str
+        The prefix every task of the job carries (blocks ``<prefix>-<token>-<i>``, a carried
+        scan's ``scan_<prefix>-...`` and ``carry_<prefix>-...``, merges ``merge_<prefix>-...``:
+        joined to the first word, which key_split keeps whatever it is).
+    """
+    words = [w for w in re.split(r"[^A-Za-z0-9_]+", (name or job.name).removeprefix("distconv-")) if w] or ["job"]
+    if not words[0][0].isalpha():
+        words[0] = "job_" + words[0]
+    kept = [words[0]]
+    for w in words[1:]:
+        if _whole_word(w):
+            kept.append(w)
+        else:
+            kept[-1] += "_" + w
+    return "-".join(kept + [run_tag(job.run)])
+
+
+def run_tag(run: str) -> str:
+    """Three lowercase letters read off a run's hex id (``Job.run``): one job's tag."""
+    n = int(run[:8], 16) if re.fullmatch(r"[0-9a-fA-F]{8,}", run or "") else abs(hash(run))
+    return "".join(chr(ord("a") + (n // 26 ** k) % 26) for k in range(3))
+
+
+def _whole_word(word: str) -> bool:
+    """Does dask's key_split keep ``word`` after a key's first word?"""
+    return word.isalpha() and word.isascii() and not (len(word) == 8 and word[0] in "abcdef")
+
+
 def graph(job: Job, name: str, workers: list | None = None):
-    """The job as dask delayed objects: one task per block (named ``name``), and their
-    results tree-merged (8 at a time): (histogram counts, seconds per stage). With ``workers``
+    """The job as dask delayed objects: one task per block (named task_prefix(job, ``name``):
+    the steps and the run's tag), and their results tree-merged (8 at a time): (histogram
+    counts, seconds per stage). With ``workers``
     (addresses) each worker is given one contiguous range of blocks, so neighbouring blocks
     run in one process and hand each other their edge rows (read.EdgeRows); dask may still move a
     task elsewhere (allow_other_workers), which only costs that block a decode. A carried scan
-    gives each block two tasks, its own scan (``name``-local, which returns its total) and
-    its write, and chains the totals into each block's carry (distconv-carry): one read."""
+    gives each block two tasks, its own scan (scan_..., which returns its total) and its
+    write, and chains the totals into each block's carry (carry_...): one read."""
     import dask
     from dask.base import tokenize
 
     n = len(job.row_blocks)
+    name = task_prefix(job, name)
     if job.gpu:
         in_rows = (job.in_shape or job.layout.shape)[1:]  # whole input rows are decoded
         row_bytes = math.prod(in_rows) * np.dtype(job.in_dtype or job.layout.dtype).itemsize
@@ -245,16 +296,16 @@ def graph(job: Job, name: str, workers: list | None = None):
                 tasks.append(dask.delayed(run_block, pure=False)(job, i, dask_key_name=f"{name}-{token}-{i}"))
                 continue
             local = dask.delayed(run_block, pure=False)(dataclasses.replace(job, part="local"), i,
-                                                         dask_key_name=f"{name}-local-{token}-{i}")
+                                                         dask_key_name=f"scan_{name}-{token}-{i}")
             tasks.append(dask.delayed(run_block, pure=False)(dataclasses.replace(job, part="write"), i, carry, local,
                                                              dask_key_name=f"{name}-{token}-{i}"))
         if i < n - 1:
             carry = dask.delayed(carries.carry, pure=True)(job.scan, carry, local,
-                                                    dask_key_name=f"distconv-carry-{token}-{i + 1}")
+                                                    dask_key_name=f"carry_{name}-{token}-{i + 1}")
     level, depth = tasks, 0
     while len(level) > 1:
         level = [dask.delayed(_add, pure=True)(*level[k:k + FAN_IN],
-                                              dask_key_name=f"distconv-merge-{token}-{depth}-{k}")
+                                              dask_key_name=f"merge_{name}-{token}-{depth}-{k}")
                  for k in range(0, len(level), FAN_IN)]
         depth += 1
     return tasks, level[0]

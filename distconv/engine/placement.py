@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import logging
 
+from . import dashboard
+
 try:
     from distributed.diagnostics.plugin import SchedulerPlugin
 except ImportError:  # dask's local scheduler: no workers, no plugin
@@ -32,7 +34,8 @@ class LooseRestrictions(SchedulerPlugin):
 
 
 def register(client):
-    """LooseRestrictions registered on ``client``'s scheduler (idempotent: once a scheduler). A
+    """LooseRestrictions and the dashboard's job page (dashboard.JobBoard) registered on
+    ``client``'s scheduler (idempotent: once a scheduler). A
     scheduler started by hand imports distconv's engine to load it (0.67 s on a 2-core box,
     seconds where dask.array imports slowly): session.cluster asks for it as it connects, beside
     `distconv run`'s check, instead of inside the first job. A scheduler that cannot load
@@ -42,6 +45,7 @@ def register(client):
     except Exception as e:  # noqa: BLE001 - the placement still works; only the rescue is missing
         logging.getLogger(__name__).warning("the scheduler did not take distconv's LooseRestrictions (%s): a "
                                             "block whose worker dies waits for a worker of its address", e)
+    dashboard.register(client)
 
 
 def workers(client) -> list | None:

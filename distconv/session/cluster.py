@@ -219,12 +219,15 @@ def _free_dashboard(address):
 
 
 def dashboard_link(client, cfg: dict) -> str:
-    """The dashboard URL on the host it was bound to (dask reports the machine's IP instead)."""
+    """The dashboard's distconv page (engine/dashboard.py: the jobs, their blocks; it links to
+    dask's /status) on the host it was bound to (dask reports the machine's IP instead)."""
+    from ..engine.dashboard import page_url
+
     host = str(cfg.get("dashboard_address") or "").rpartition(":")[0]
     port = client.scheduler_info().get("services", {}).get("dashboard")
     if cfg["type"] == "address" or not host or not port:
-        return client.dashboard_link
-    return f"http://{host}:{port}/status"
+        return page_url(client.dashboard_link)
+    return page_url(f"http://{host}:{port}/status")
 
 
 @contextlib.contextmanager

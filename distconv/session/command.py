@@ -111,7 +111,8 @@ def _checked_run(workflow_paths, cluster_path, overwrite, resume, no_progress, j
             for path, wf, _, job in todo:
                 current[0] = path
                 summary = workflow.run(wf, client, overwrite=overwrite or None, progress=not no_progress,
-                                       resume=resume, job=job)
+                                       resume=resume, job=job,
+                                       startup={"started": started, "check": checked, "cluster": cluster_up})
                 _timings(summary, started, checked, cluster_up, handed=handed_start is not None)
                 if built is not None:
                     summary["kernel_builds"], built = built, None  # the first run's

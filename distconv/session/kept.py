@@ -82,9 +82,12 @@ def status() -> dict | None:
         return None
     from distributed import Client
 
+    from ..engine.dashboard import page_url
+
     with Client(doc["address"], timeout="5s") as client:
         info = client.scheduler_info()["workers"]
-    return {**doc, "workers": {w.get("name", a): {"threads": w.get("nthreads"), "memory": w.get("memory_limit"),
+    # the page's address, also for a cluster a version before it recorded dask's /status
+    return {**doc, "dashboard": page_url(doc["dashboard"]), "workers": {w.get("name", a): {"threads": w.get("nthreads"), "memory": w.get("memory_limit"),
                                                    "gpu": (w.get("gpu") or {}).get("name")}
                                for a, w in info.items()}}
 
