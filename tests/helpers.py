@@ -61,10 +61,10 @@ def chunking_case(data, sizes=(3, 14)):
 def small_engine_blocks(monkeypatch, block_bytes=6000, inner_bytes=300):
     """The engine's blocks (on CPUs and GPUs alike) and shards made small, so a small array has
     many blocks and shards and its halos cross them."""
-    from distconv.engine import output, shards, storage
+    from distconv.engine import output, plan, shards
 
-    monkeypatch.setattr(storage, "CPU_CHUNK_BYTES", block_bytes)
-    monkeypatch.setattr(storage, "GPU_CHUNK_BYTES", block_bytes)
+    monkeypatch.setattr(plan, "CPU_CHUNK_BYTES", block_bytes)
+    monkeypatch.setattr(plan, "GPU_CHUNK_BYTES", block_bytes)
     monkeypatch.setattr(output, "SHARD_MIN_BYTES", 0)
     monkeypatch.setattr(shards, "INNER_BYTES", inner_bytes)
 

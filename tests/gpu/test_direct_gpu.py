@@ -12,7 +12,7 @@ import zarr
 from distconv import batch
 from distconv import engine
 from distconv.core.frames import aligned_up
-from distconv.engine import output, shards, storage
+from distconv.engine import output, plan, shards, storage
 
 from ..helpers import poison_gpu_pool, read_rows, write_block
 
@@ -38,7 +38,7 @@ def test_direct_path_on_the_gpu_equals_scipy(tmp_path, monkeypatch, shape, chunk
     import uuid
 
     root = f"memory://{uuid.uuid4().hex}/" if where == "url" else ""
-    monkeypatch.setattr(storage, "GPU_CHUNK_BYTES", 9000)  # many blocks: halos cross them
+    monkeypatch.setattr(plan, "GPU_CHUNK_BYTES", 9000)  # many blocks: halos cross them
     monkeypatch.setattr(output, "SHARD_MIN_BYTES", 0)
     monkeypatch.setattr(shards, "INNER_BYTES", 300)
     steps = [{"op": "gaussian_filter", "sigma": 1.5}, {"op": "laplace", "mode": "nearest"}]
@@ -144,7 +144,7 @@ def test_zarr_chunks_decoded_in_batches_of_blocks_on_the_gpu(tmp_path, monkeypat
     if not gpu_zstd.available():
         pytest.skip("nvCOMP not installed")
     block = 32 * 61 * 4
-    monkeypatch.setattr(storage, "GPU_CHUNK_BYTES", block)  # blocks of 4 chunk rows
+    monkeypatch.setattr(plan, "GPU_CHUNK_BYTES", block)  # blocks of 4 chunk rows
     monkeypatch.setattr(output, "SHARD_MIN_BYTES", 0)
     x = np.random.default_rng(11).standard_normal((203, 61)).astype(np.float32)
     x[40:48, 16:32] = 0.5

@@ -352,8 +352,8 @@ def test_kmeans_fit_assign_and_bovw_across_every_gpu(client):
 # `distconv run` (cli.entry, the function the `distconv` command runs) with the engine's blocks
 # made small in its own process, which plans them (no dask config reaches that size)
 _SMALL_BLOCKS_CLI = ("import sys\n"
-                     "from distconv.engine import output, storage\n"
-                     "storage.GPU_CHUNK_BYTES = int(sys.argv.pop(1))\n"
+                     "from distconv.engine import output, plan\n"
+                     "plan.GPU_CHUNK_BYTES = int(sys.argv.pop(1))\n"
                      "output.SHARD_MIN_BYTES = 0\n"
                      "from distconv.cli import entry\n"
                      "entry()\n")

@@ -17,8 +17,8 @@ pytestmark = pytest.mark.gpu
 
 CHILD = """
 import json, sys
-from distconv.engine import storage
-storage.GPU_CHUNK_BYTES = 40000  # many blocks: halos and scan carries cross them
+from distconv.engine import plan
+plan.GPU_CHUNK_BYTES = 40000  # many blocks: halos and scan carries cross them
 from distconv import batch
 from distconv.backends.cuda import loader
 from distconv.batch import direct
