@@ -15,7 +15,8 @@ import zarr
 
 from distconv import batch as workflow
 from distconv.batch import direct
-from distconv.engine.ownership import BLOCKS, COMPLETE, OWNER, block_name
+from distconv.engine.fencing import block_name
+from distconv.engine.marks import BLOCKS, COMPLETE, OWNER
 
 from .helpers import small_engine_blocks
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from ..engine import ownership, storage
+from ..engine import marks, ownership, storage
 from ..engine.location import is_url
 from .inputs import synthetic_dtype_problem
 from .steps import UnknownStep, step_function
@@ -32,7 +32,7 @@ OUTPUT_KEYS = {"path", "codec", "chunks", "histogram"}
 SYNTH_KEYS = {"shape", "chunks", "dtype", "seed", "dims"}
 HIST_KEYS = {"bins", "range", "json", "png"}
 BOVW_STEP_KEYS = {"patch", "n_clusters", "image_clusters", "seed"}
-MARKER = ownership.COMPLETE
+MARKER = marks.COMPLETE
 
 
 def _keys(section: str, got, allowed: set, problems: list) -> bool:
