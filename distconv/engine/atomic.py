@@ -115,7 +115,7 @@ def read(path: str):
     if not is_url(path):
         try:
             data = Path(path).read_bytes()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None, None
         return data, data
     fs, key = _fs(path)

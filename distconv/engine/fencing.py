@@ -94,7 +94,7 @@ def block_write(claim: Claim | None, array: str, name: str, what: str = "a block
             for path, tmp in placed.items():
                 atomic.move(tmp, path)
             placed_at = {_relative(path, array): atomic.fingerprint(path) for path in placed}
-            atomic.put(block_mark(array, name, claim.token).path, json.dumps(placed_at).encode())
+            block_mark(array, name, claim.token).write_text(json.dumps(placed_at))
             placed.clear()
     finally:
         for tmp in placed.values():  # a write that did not land: nothing of it stays aside

@@ -6,7 +6,8 @@ names two things: the job's token, which its block marks carry and --resume keep
 run that may write now, with that run's lease (host, pid, since when, last heartbeat). The
 completion mark (``.distconv-complete``, written last) names the run and token that finished
 the output: it counts only while the owner mark still names them, so a run that claimed the
-output after it was marked is not taken for finished.
+output after it was marked is not taken for finished. A run that finishes or stops ends its
+lease.
 
 Every change of the owner mark reads it, derives the new one and writes it only while the
 mark is still what was read (atomic.replace), so two runs into one output never both think
@@ -249,7 +250,8 @@ def finished(output: str, doc: dict | None = None) -> bool:
 def mark_complete(output: str, info: dict, claim: Claim | None = None):
     """The output is whole: its completion mark, naming ``claim``'s run, written last and only
     while that run owns the output (checked again once written: a mark written just as another
-    run claimed the output is taken back). The run's lease ends."""
+    run claimed the output is taken back). The run's lease ends: its heartbeat leaves the
+    owner mark."""
     mark = Location(output).child(COMPLETE).path
     if claim is None:
         atomic.put(mark, json.dumps({**info, "finished": time.time()}).encode())
@@ -266,7 +268,8 @@ def mark_complete(output: str, info: dict, claim: Claim | None = None):
             if now == data:  # ours still, not the mark of the run that claimed it since
                 atomic.delete(mark, version)
             raise gone
-    BEATS.end(claim.run)
+        BEATS.end(claim.run)
+        update(output, lambda d: {k: v for k, v in d.items() if k != "beat"} if _names(d, claim) else None)
 
 
 def job_changes(before, now) -> str:

@@ -153,39 +153,41 @@ def claim(output: str, overwrite: bool = False, resume: bool = False, key: str =
         if version != seen:
             continue  # changed while deciding
         if action in ("resume", "done"):
-            token = doc.get("token") or uuid.uuid4().hex  # an older output's marks carry none
+            ours = Claim(output, doc.get("token") or uuid.uuid4().hex, run, resuming=True)  # older marks: no token
             new = {k: v for k, v in doc.items() if k not in ("stopped", "unsettled", "state")}
-            new = {**new, "token": token, **marks.lease(run)}
-            if atomic.replace(p.child(OWNER).path, json.dumps(new).encode(), version):
-                return _held(Claim(output, token, run, resuming=True))
+            new = {**new, "token": ours.token, **marks.lease(run)}
+            if _taken(ours, lambda: atomic.replace(p.child(OWNER).path, json.dumps(new).encode(), version)):
+                return ours
             continue
-        token = uuid.uuid4().hex
-        fresh = {"by": who, "created": time.time(), "token": token, **marks.lease(run)}
+        ours = Claim(output, uuid.uuid4().hex, run)
+        fresh = {"by": who, "created": time.time(), "token": ours.token, **marks.lease(run)}
         if job is not None:
             fresh["job"] = job
         if action == "replace":
-            holder = _Removal()  # the removal's lease is kept fresh while it runs
-            marks.BEATS.start(output, run, holder)
-            try:
-                if not removal.remove_owned(output, key, marks.lease(run), version):
-                    continue
-                if marks.update(output, lambda d: {**fresh, "since": d.get("since", fresh["since"])}
-                                if d.get("run") == run else None) is not None:
-                    return _held(Claim(output, token, run))
-            finally:
-                marks.BEATS.end(run)
-            continue
-        p.make_dir()
-        if marks.create_owner(output, fresh):
-            return _held(Claim(output, token, run))
+            def take():
+                return removal.remove_owned(output, key, marks.lease(run), version) and marks.update(
+                    output, lambda d: {**fresh, "since": d.get("since", fresh["since"])}
+                    if d.get("run") == run else None) is not None
+        else:
+            p.make_dir()
+
+            def take():
+                return marks.create_owner(output, fresh)
+        if _taken(ours, take):
+            return ours
     marks.refuse_if_writing(output, key)
     raise OutputError(f"{key} {output!r} is being claimed by other runs at the same time; try again")
 
 
-class _Removal:
-    """What holds a removal's lease while it runs."""
-
-
-def _held(c: Claim) -> Claim:
-    marks.BEATS.start(c.output, c.run, c)
-    return c
+def _taken(ours: Claim, take) -> bool:
+    """``take()`` (a change of the owner mark that names ``ours``), with its lease kept fresh
+    from before the mark names it (a removal takes a while), and ended if it fails."""
+    marks.BEATS.start(ours.output, ours.run, ours)
+    try:
+        if take():
+            return True
+    except BaseException:
+        marks.BEATS.end(ours.run)
+        raise
+    marks.BEATS.end(ours.run)
+    return False
