@@ -35,6 +35,13 @@ class Unsupported(ValueError):
     """A store where distconv cannot change its marks by compare-and-swap."""
 
 
+def _plain(path) -> str:
+    """``path`` as given, or a ``file://`` URL as the local path it names (a disk's own calls
+    then serve it)."""
+    path = str(path)
+    return path[len("file://"):] if path.startswith("file://") else path
+
+
 def _fs(path: str):
     import fsspec
 
@@ -47,6 +54,7 @@ def _protocol(fs) -> str:
 
 def check(path: str):
     """Raise Unsupported where ``path`` lies in a store whose writes cannot be made conditional."""
+    path = _plain(path)
     if not is_url(path):
         return
     proto = _protocol(_fs(path)[0])
@@ -73,7 +81,7 @@ def exclusive(folder: str):
     """Hold the output ``folder``'s lock: no other process or thread changes its marks or moves
     a block into it meanwhile. Reentrant within a thread. Object storage has no lock (its
     conditional puts stand in for one): a no-op there, except for ``memory://``."""
-    folder = str(folder)
+    folder = _plain(folder)
     if is_url(folder):
         if _protocol(_fs(folder)[0]) == "memory":
             with _memory:
@@ -111,7 +119,7 @@ def exclusive(folder: str):
 
 def read(path: str):
     """(bytes, version) of the file at ``path``; (None, None) when there is none."""
-    path = str(path)
+    path = _plain(path)
     if not is_url(path):
         try:
             data = Path(path).read_bytes()
@@ -130,7 +138,7 @@ def read(path: str):
 
 def create(path: str, data: bytes) -> bool:
     """Write ``data`` to a new file at ``path``; False (nothing written) when one is there."""
-    path = str(path)
+    path = _plain(path)
     if not is_url(path):
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -162,7 +170,7 @@ def create(path: str, data: bytes) -> bool:
 def replace(path: str, data: bytes, version) -> bool:
     """Write ``data`` over the file at ``path`` while it is still ``version`` (from ``read``;
     None: while there is no file); False, nothing written, when it changed meanwhile."""
-    path = str(path)
+    path = _plain(path)
     if version is None:
         return create(path, data)
     if not is_url(path):
@@ -198,7 +206,7 @@ def replace(path: str, data: bytes, version) -> bool:
 def put(path: str, data: bytes):
     """Write ``data`` to ``path`` whole: readers see the old bytes or the new, never a part
     (on a disk written beside it and renamed over it)."""
-    path = str(path)
+    path = _plain(path)
     if is_url(path):
         fs, key = _fs(path)
         fs.pipe_file(key, data)
@@ -211,7 +219,7 @@ def put(path: str, data: bytes):
 
 def delete(path: str, version=None) -> bool:
     """Remove the file at ``path`` (while it is still ``version``, when given); True when removed."""
-    path = str(path)
+    path = _plain(path)
     if not is_url(path):
         with exclusive(os.path.dirname(path)) if version is not None else contextlib.nullcontext():
             try:
@@ -251,6 +259,7 @@ def delete(path: str, version=None) -> bool:
 def move(src: str, dst: str):
     """Put the file ``src`` (written aside, in the same store) at ``dst``: a rename on a disk
     (atomic), a server-side copy and delete on object storage."""
+    src, dst = _plain(src), _plain(dst)
     if not is_url(src):
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         os.replace(src, dst)
@@ -263,7 +272,7 @@ def move(src: str, dst: str):
 def fingerprint(path: str):
     """What identifies the file now at ``path`` (a JSON value; None when there is none): on a
     disk its inode, size and modification time, on object storage its ETag (or size and time)."""
-    path = str(path)
+    path = _plain(path)
     if not is_url(path):
         try:
             st = os.stat(path)
@@ -279,7 +288,7 @@ def fingerprint(path: str):
 
 def fingerprints(folder: str) -> dict:
     """``fingerprint`` of every file below ``folder``, by path relative to it (one listing)."""
-    folder = str(folder)
+    folder = _plain(folder)
     if not is_url(folder):
         out = {}
         for top, _, names in os.walk(folder):
@@ -299,11 +308,14 @@ def _print_of(info: dict):
     if etag:
         return str(etag).strip('"')
     created = info.get("created") or info.get("mtime") or info.get("LastModified")
+    if hasattr(created, "timestamp"):  # a listing and a lookup may give one as a number, one as a date
+        created = created.timestamp()
     return [int(info.get("size") or 0), str(created)]
 
 
 def aside_name(folder: str, name: str) -> str:
     """A path in ``folder`` (the same store as the file it stands in for) named ``name``."""
+    folder = _plain(folder)
     return posixpath.join(folder.rstrip("/"), name) if is_url(folder) else os.path.join(folder, name)
 
 
