@@ -268,3 +268,23 @@ def test_a_block_of_a_stopped_run_lands_nothing_on_s3(s3):
     assert not fs.exists(f"{bucket}/out.zarr/c/1")
     assert fs.find(f"{bucket}/out.zarr/{BLOCKS}") == [f"{bucket}/out.zarr/{BLOCKS}/0-1.{c.token}"]
     fencing.settle(out, c)  # block 0's file is the one its mark records
+
+
+def test_no_completion_on_s3_while_a_stopped_runs_writes_may_still_land(s3, monkeypatch):
+    """A stop that could not confirm its writes ended (a server-side move may outlast it): no
+    run marks the output complete until marks.SETTLE_S have passed, and it says until when."""
+    from distconv.engine import fencing, marks, ownership
+
+    base, fs, _ = s3
+    out = f"{base}/out.zarr"
+    first = ownership.claim(out)
+    fencing.stop(first)
+    line = fencing.unsettled(first, ["tcp://10.0.0.7:4000"])
+    assert "no run marks complete before" in line
+    second = ownership.claim(out, resume=True)
+    with pytest.raises(marks.Superseded, match=r"did not confirm its writes ended \(tcp://10.0.0.7:4000\).*--resume after"):
+        marks.mark_complete(out, {}, second)
+    assert not marks.finished(out)
+    monkeypatch.setattr(marks, "SETTLE_S", 0.0)
+    marks.mark_complete(out, {}, second)
+    assert marks.finished(out) and "unsettled" not in marks.owner(out)

@@ -116,7 +116,7 @@ def stop(claim: Claim | None):
     marks.BEATS.end(claim.run)
     with atomic.exclusive(claim.output):  # a move under way locally ends first
         marks.update(claim.output, lambda doc: {**doc, "run": None, "stopped": time.time()}
-                     if marks._names(doc, claim) else None)
+                     if marks.held_by(doc, claim) else None)
 
 
 def wait_writes(run: str, timeout: float = 30.0) -> bool:
@@ -132,13 +132,16 @@ def wait_writes(run: str, timeout: float = 30.0) -> bool:
 
 def unsettled(claim: Claim, where: list) -> str:
     """Record in the owner mark that writes of ``claim``'s stopped run may still be under way
-    (``where``: the workers that did not confirm they ended); returns the line that says so."""
+    (``where``: the workers that did not confirm they ended): on object storage, where a move
+    may outlast the stop, no run marks the output complete until marks.SETTLE_S have passed.
+    Returns the line that says so."""
     marks.update(claim.output, lambda doc: {**doc, "unsettled": {"run": claim.run, "workers": sorted(where),
-                                                                 "since": time.time()}}
-                 if doc.get("token") == claim.token else None)
-    return (f"distconv: could not confirm that the writes of the stopped run ended on {', '.join(sorted(where))}; "
-            f"a block of it may still land in {claim.output!r}, which is not marked complete: check it with "
-            "--resume once those workers are gone")
+                                                                 "since": time.time()}})
+    line = f"distconv: could not confirm that the writes of the stopped run ended on {', '.join(sorted(where))}"
+    if not Location(claim.output).url:  # on a disk the stop held the lock no move happens without
+        return line + f"; they can land only beside {claim.output!r}, not in it"
+    return (line + f"; a block of it may still land in {claim.output!r}, which no run marks complete before "
+            f"{marks.when(time.time() + marks.SETTLE_S)}")
 
 
 def block_name(extent) -> str:

@@ -39,6 +39,7 @@ OWN_ENTRIES = {OWNER, COMPLETE, BLOCKS, "zarr.json", "c", "bovw.json", "bovw.npz
 
 BEAT_S = 10.0    # a live run refreshes its lease this often
 STALE_S = 60.0   # a lease not refreshed for this long is a dead run's
+SETTLE_S = 900.0  # on object storage, longer than a stopped run's last move (one request) may take
 
 
 class OutputError(ValueError):
@@ -103,10 +104,11 @@ def create_owner(output: str, doc: dict) -> bool:
 
 def owns(claim: Claim) -> bool:
     """Does ``claim``'s run still own its output (the owner mark names its job and run)?"""
-    return _names(owner(claim.output), claim)
+    return held_by(owner(claim.output), claim)
 
 
-def _names(doc: dict, claim: Claim) -> bool:
+def held_by(doc: dict, claim: Claim) -> bool:
+    """Does the owner mark ``doc`` name ``claim``'s job and run?"""
     return doc.get("token") == claim.token and doc.get("run") == claim.run
 
 
@@ -149,17 +151,17 @@ def writer(output: str, doc: dict | None = None) -> str | None:
                 return None  # a run of this process that ended without being stopped
         elif not _alive(pid):
             return None
-    doing = "removing it for an overwrite" if doc.get("state") == REMOVING else "writing it"
-    return (f"another run is {doing}: pid {pid} on {host}, since {when(doc.get('since'))} "
-            f"(alive {time.time() - beat:.0f} s ago)")
+    doing = "removing it to write it again" if doc.get("state") == REMOVING else "writing it"
+    return (f"another run is {doing} (pid {pid} on {host}, since {when(doc.get('since'))}; its last "
+            f"heartbeat {time.time() - beat:.0f} s ago)")
 
 
 def refuse_if_writing(output: str, key: str = "outputs.path"):
     """Raise OutputError when a live run is writing ``output`` (``writer``)."""
     who = writer(output)
     if who is not None:
-        raise OutputError(f"{key} {output!r} is being written now: {who}; wait for it to finish, or stop "
-                          "it, before writing there again")
+        raise OutputError(f"{key} {output!r}: {who}; wait for it to finish, or stop it, before writing "
+                          "there")
 
 
 def _alive(pid: int) -> bool:
@@ -262,6 +264,7 @@ def mark_complete(output: str, info: dict, claim: Claim | None = None):
     with atomic.exclusive(output):
         if not owns(claim):
             raise gone
+        _settled(output)
         atomic.put(mark, data)
         if not owns(claim):
             now, version = atomic.read(mark)
@@ -269,7 +272,22 @@ def mark_complete(output: str, info: dict, claim: Claim | None = None):
                 atomic.delete(mark, version)
             raise gone
         BEATS.end(claim.run)
-        update(output, lambda d: {k: v for k, v in d.items() if k != "beat"} if _names(d, claim) else None)
+        update(output, lambda d: {k: v for k, v in d.items() if k != "beat"} if held_by(d, claim) else None)
+
+
+def _settled(output: str):
+    """Raise Superseded while a stopped run's writes to ``output`` on object storage were not
+    confirmed to have ended and may still land (fencing.unsettled); forget them once they can
+    no longer."""
+    doc = owner(output)
+    since = (doc.get("unsettled") or {}).get("since")
+    if not isinstance(since, (int, float)):
+        return
+    if Location(output).url and time.time() - since < SETTLE_S:
+        raise Superseded(f"{output!r} was not marked complete: a run stopped at {when(since)} did not confirm its "
+                         f"writes ended ({', '.join(doc['unsettled'].get('workers', []))}), and one may still land; "
+                         f"run again with --resume after {when(since + SETTLE_S)}")
+    update(output, lambda d: {k: v for k, v in d.items() if k != "unsettled"})
 
 
 def job_changes(before, now) -> str:

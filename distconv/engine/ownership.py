@@ -154,7 +154,7 @@ def claim(output: str, overwrite: bool = False, resume: bool = False, key: str =
             continue  # changed while deciding
         if action in ("resume", "done"):
             ours = Claim(output, doc.get("token") or uuid.uuid4().hex, run, resuming=True)  # older marks: no token
-            new = {k: v for k, v in doc.items() if k not in ("stopped", "unsettled", "state")}
+            new = {k: v for k, v in doc.items() if k not in ("stopped", "state")}
             new = {**new, "token": ours.token, **marks.lease(run)}
             if _taken(ours, lambda: atomic.replace(p.child(OWNER).path, json.dumps(new).encode(), version)):
                 return ours

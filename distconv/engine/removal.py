@@ -84,7 +84,7 @@ def remove_owned(output: str, key: str = "outputs.path", lease: dict | None = No
     doc, now = marks.read_owner(output)
     if version is not None and now != version:
         return False
-    new = {k: v for k, v in doc.items() if k not in ("job", "token", "run", "unsettled", "stopped")}
+    new = {k: v for k, v in doc.items() if k not in ("job", "token", "run", "stopped")}
     new = {**new, "state": REMOVING, **(lease or {})}
     if not atomic.replace(p.child(OWNER).path, json.dumps(new).encode(), now):
         return False
