@@ -19,7 +19,7 @@ import distconv as dc
 from distconv import batch
 from distconv.engine import atomic, fencing, marks, ownership, storage
 from distconv.engine import job as engine_job
-from distconv.engine.marks import BLOCKS, COMPLETE, OWNER
+from distconv.engine.marks import ASIDE, BLOCKS, COMPLETE, OWNER
 
 from .helpers import small_engine_blocks
 
@@ -121,7 +121,7 @@ def test_a_block_moved_in_after_its_run_was_stopped_is_refused(tmp_path):
             Path(aside(str(Path(out, "c", "0")))).write_bytes(b"late")
             fencing.stop(c)  # meanwhile: Ctrl-C
     assert not Path(out, "c", "0").exists()
-    assert os.listdir(Path(out, BLOCKS)) == []
+    assert os.listdir(Path(out, ASIDE)) == [] and os.listdir(Path(out, BLOCKS)) == []
 
 
 def test_a_block_changed_after_it_was_written_keeps_the_output_incomplete(tmp_path):

@@ -42,6 +42,25 @@ def write(plan: Plan, dst: str, claim: Claim, client, attrs=None, dims=None, cod
     ``inner_chunks`` when given; results: write flags). ``attrs``/``dims``: the array's attributes and
     dimension names; ``progress``: an engine.Progress shown while the blocks run. Returns the
     computed results."""
+    try:
+        writes, sizes = _graph(plan, dst, claim, client, attrs, dims, codec, storage_chunks, inner_chunks)
+        if progress is not None:
+            progress.expect(sizes)
+    except BaseException:
+        fencing.stop(claim)  # nothing of it ran: the output is free for the next run at once
+        raise
+    results = compute(writes, client, claim, progress)  # stops the run itself when it fails
+    try:
+        fencing.settle(dst, claim)
+    except BaseException:
+        fencing.stop(claim)
+        raise
+    return results if plan.job is None else (results[:-1], results[-1])
+
+
+def _graph(plan: Plan, dst: str, claim: Claim, client, attrs, dims, codec, storage_chunks, inner_chunks):
+    """write's graph: (the block writes, each one's key -> its bytes), the output array created
+    (or found, when resuming)."""
     if plan.job is None:
         stored = storage.store_into(plan.data, dst, claim, storage_chunks, codec, attrs, dims, inner_chunks)
         writes = list(stored.to_delayed().ravel())  # one future a block: progress sees each finish
@@ -65,11 +84,7 @@ def write(plan: Plan, dst: str, claim: Claim, client, attrs=None, dims=None, cod
         # cluster, and progress saw no block finish)
         writes = [*blocks, merged]
         sizes = _block_sizes(job, blocks)
-    if progress is not None:
-        progress.expect(sizes)
-    results = compute(writes, client, claim, progress)
-    fencing.settle(dst, claim)
-    return results if plan.job is None else (results[:-1], results[-1])
+    return writes, sizes
 
 
 def rehearse_on_hosts(client, job) -> list:

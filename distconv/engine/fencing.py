@@ -2,7 +2,7 @@
 
 Every writer of an output's data (the engine's blocks, dask's chunk-aligned writes, the
 bag-of-visual-words result) writes through ``block_write``: the block's files are written
-aside (beside the block marks, in the same store), then, after a second look at the owner
+aside (in the array's ``.distconv-aside`` folder, in the same store), then, after a second look at the owner
 mark, moved into place; the block's mark (its job's token in the name) records what each file
 it moved is (atomic.fingerprint). On a local disk that second look and the moves hold the
 output's lock, which a stop also takes: once a run is stopped no move of it begins or is under
@@ -26,7 +26,7 @@ import uuid
 
 from . import atomic, marks
 from .location import Location, join
-from .marks import BLOCKS, Claim, Superseded
+from .marks import ASIDE, BLOCKS, Claim, Superseded
 
 # a block's mark: the region it wrote, then the token of the job that wrote it (marks of older
 # outputs carry none; they are still distconv's to remove)
@@ -34,9 +34,10 @@ _BLOCK_NAME = re.compile(r"^\d+-\d+(_\d+-\d+)*(\.[0-9a-f]{32})?$")
 _ASIDE = re.compile(r"^[0-9a-f]{32}\.part$")   # a block's file written aside, before its move
 
 
-def is_block_file(name: str) -> bool:
-    """Is ``name`` (a file in a marks folder) a block mark or a file written aside?"""
-    return bool(_BLOCK_NAME.match(name) or _ASIDE.match(name))
+def is_block_file(folder: str, name: str) -> bool:
+    """Is ``name``, a file in an array's ``folder`` BLOCKS or ASIDE, a block mark or a block's
+    file written aside?"""
+    return bool((_BLOCK_NAME if folder == BLOCKS else _ASIDE).match(name)) if folder in (BLOCKS, ASIDE) else False
 
 
 class _Writes:
@@ -79,10 +80,12 @@ def block_write(claim: Claim | None, array: str, name: str, what: str = "a block
                       "stopped, or another run has claimed the output since")
     WRITES.enter(claim.run)
     placed: dict = {}
-    marks_folder = join(array, BLOCKS)
+    folder = join(array, ASIDE)
 
     def aside(path: str) -> str:
-        return placed.setdefault(str(path), atomic.aside_name(marks_folder, f"{uuid.uuid4().hex}.part"))
+        if not placed:
+            Location(folder).make_dir()
+        return placed.setdefault(str(path), atomic.aside_name(folder, f"{uuid.uuid4().hex}.part"))
 
     try:
         if not marks.owns(claim):
@@ -166,8 +169,8 @@ def written_blocks(path: str, token: str) -> set:
 def settle(path: str, claim: Claim | None):
     """Once every block of the array at ``path`` is written: check each block's files are still
     those its mark records (Superseded, naming them, after dropping their marks so --resume
-    writes them again), then drop the block marks and what was left aside (the marks alone: a
-    file someone put among them stays, and so does the folder then)."""
+    writes them again), then drop the block marks and what was left aside (theirs alone: a
+    file someone put among them stays, and so does its folder then)."""
     folder = Location(path).child(BLOCKS)
     names = folder.names()
     if claim is not None:
@@ -178,10 +181,13 @@ def settle(path: str, claim: Claim | None):
             raise Superseded(f"{claim.output!r} was not marked complete: {len(changed)} block(s) ({shown}) were "
                              "changed after this run wrote them (a write of a run stopped earlier landing late); "
                              "run again with --resume to write them again")
-    folder.remove_files([n for n in names if is_block_file(n)])
-    if folder.is_dir() and not folder.names() and not folder.url:
-        with contextlib.suppress(OSError):
-            folder.local.rmdir()
+    folder.remove_files([n for n in names if is_block_file(BLOCKS, n)])
+    aside = Location(path).child(ASIDE)
+    aside.remove_files([n for n in aside.names() if is_block_file(ASIDE, n)])
+    for f in (folder, aside):
+        if f.is_dir() and not f.names() and not f.url:
+            with contextlib.suppress(OSError):
+                f.local.rmdir()
 
 
 def _changed_blocks(path: str, folder: Location, names: list) -> list:

@@ -32,9 +32,10 @@ from .location import Location
 OWNER = ".distconv-output"        # written first, before any data: "distconv made this"
 COMPLETE = ".distconv-complete"   # written last: the output is whole
 BLOCKS = ".distconv-blocks"       # per-block write marks while a run is under way
+ASIDE = ".distconv-aside"         # block files written aside, before they are moved into place
 REMOVING = "removing"             # the owner mark's state while --overwrite removes the old files
 # What distconv itself puts at the top level of an output (Zarr v3 store or bovw folder).
-OWN_ENTRIES = {OWNER, COMPLETE, BLOCKS, "zarr.json", "c", "bovw.json", "bovw.npz",
+OWN_ENTRIES = {OWNER, COMPLETE, BLOCKS, ASIDE, "zarr.json", "c", "bovw.json", "bovw.npz",
                atomic.LOCK, OWNER + atomic.NEW, COMPLETE + atomic.NEW}
 
 BEAT_S = 10.0    # a live run refreshes its lease this often
@@ -84,10 +85,12 @@ def owner(output: str) -> dict:
 def update(output: str, change) -> dict | None:
     """Change the owner mark by compare-and-swap: ``change(doc)`` gives the new mark, or None
     to leave it; read again and retried when another process changed it meanwhile. Returns
-    the mark written, or None."""
+    the mark written, or None (also where there is no mark: create_owner writes the first)."""
     path = Location(output).child(OWNER).path
     for _ in range(200):
         doc, version = read_owner(output)
+        if version is None:
+            return None
         new = change(doc)
         if new is None:
             return None

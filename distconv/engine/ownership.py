@@ -129,7 +129,11 @@ def decide(output: str, overwrite: bool = False, resume: bool = False, key: str 
     except atomic.Unsupported as e:
         raise OutputError(f"{key}: {e}") from None
     marks.refuse_if_writing(str(output), key)
-    action = check_target(output, overwrite, resume, key, job, words)
+    try:
+        action = check_target(output, overwrite, resume, key, job, words)
+    except OutputError:
+        marks.refuse_if_writing(str(output), key)  # a run that claimed it meanwhile is the one to name
+        raise
     if action == "done" and not marks.finished(str(output)):
         return "resume"
     return action

@@ -13,7 +13,7 @@ import json
 from . import atomic, marks
 from .fencing import is_block_file
 from .location import Location
-from .marks import BLOCKS, COMPLETE, OWN_ENTRIES, OWNER, REMOVING, OutputError
+from .marks import ASIDE, BLOCKS, COMPLETE, OWN_ENTRIES, OWNER, REMOVING, OutputError
 
 # top-level files that stay while an output is removed: the owner mark says "removing" till
 # the end and the new run's mark replaces it; the lock may be held by another process
@@ -46,8 +46,8 @@ def _is_owned(rel: str, arrays: dict, recorded: set) -> bool:
         folder, parts = parts[0], parts[1:]
     if len(parts) == 1:
         return parts[0] in OWN_ENTRIES
-    if parts[0] == BLOCKS:
-        return len(parts) == 2 and is_block_file(parts[1])
+    if parts[0] in (BLOCKS, ASIDE):
+        return len(parts) == 2 and is_block_file(parts[0], parts[1])
     grid = arrays.get(folder)
     if grid is None or parts[0] != "c" or len(parts) - 1 != len(grid):
         return False
@@ -93,7 +93,7 @@ def remove_owned(output: str, key: str = "outputs.path", lease: dict | None = No
         name = rel.rsplit("/", 1)[-1]
         if rel == COMPLETE:
             return 0
-        if rel.startswith(BLOCKS + "/") or "/" + BLOCKS + "/" in rel:
+        if any(rel.startswith(f + "/") or f"/{f}/" in rel for f in (BLOCKS, ASIDE)):
             return 1
         return 3 if name == "zarr.json" else 2
 

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from ..core import checks
-from ..engine import chain, marks, ownership, storage
+from ..engine import chain, fencing, marks, ownership, storage
 from ..engine import shards as shard_format
 from ..engine.location import absolute, join
 
@@ -106,13 +106,17 @@ def _dataset(ds, path: str, overwrite: bool, client, progress: bool = False, chu
     layouts = _layouts(ds, chunks)  # (checks ``chunks`` before anything is written)
     claim = _claim(path, overwrite)
     names = [str(n) for n in ds.data_vars]
-    marks.record_entries(path, [*names, *map(str, ds.coords)])
-    frame = ds.drop_vars(list(ds.data_vars))
-    storage.write_dataset_frame(path, frame, dict(ds.attrs))
-    report = {n: _array(ds[n].data, join(path, n), client, claim, dict(ds[n].attrs), list(map(str, ds[n].dims)),
-                        progress, layouts[n])
-              for n in names}
-    storage.consolidate(path)
+    try:
+        marks.record_entries(path, [*names, *map(str, ds.coords)])
+        frame = ds.drop_vars(list(ds.data_vars))
+        storage.write_dataset_frame(path, frame, dict(ds.attrs))
+        report = {n: _array(ds[n].data, join(path, n), client, claim, dict(ds[n].attrs),
+                            list(map(str, ds[n].dims)), progress, layouts[n])
+                  for n in names}
+        storage.consolidate(path)
+    except BaseException:
+        fencing.stop(claim)  # the output is free for the next call at once, not once this one's lease lapses
+        raise
     marks.mark_complete(path, {"by": "dc.to_zarr"}, claim)  # last: the whole dataset is there
     return report
 
