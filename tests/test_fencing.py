@@ -278,3 +278,23 @@ def test_bovw_result_is_a_fenced_block_and_its_completion_names_its_run(tmp_path
     with pytest.raises(batch.WorkflowError, match="another run is writing it"):
         batch.run(wf, progress=False, overwrite=True)
     fencing.stop(running)
+
+
+def test_a_python_write_that_failed_leaves_its_output_free_at_once(tmp_path, monkeypatch):
+    """dc.to_zarr of a Dataset failing after its claim (here: writing its coordinates): the
+    next call with overwrite=True in the same process takes the output at once (the failed
+    run is stopped, not left holding a lease until it lapses)."""
+    import xarray as xr
+
+    ds = xr.Dataset({"t": (("y", "x"), X)}, coords={"y": np.arange(96), "x": np.arange(40)})
+    real = storage.write_dataset_frame
+
+    def broken(*a, **kw):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(storage, "write_dataset_frame", broken)
+    with pytest.raises(OSError, match="disk full"):
+        dc.to_zarr(ds, str(tmp_path / "ds.zarr"))
+    monkeypatch.setattr(storage, "write_dataset_frame", real)
+    dc.to_zarr(ds, str(tmp_path / "ds.zarr"), overwrite=True)
+    np.testing.assert_array_equal(xr.open_zarr(str(tmp_path / "ds.zarr")).t.values, X)

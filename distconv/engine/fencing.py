@@ -117,9 +117,12 @@ def stop(claim: Claim | None):
     if claim is None:
         return
     marks.BEATS.end(claim.run)
-    with atomic.exclusive(claim.output):  # a move under way locally ends first
-        marks.update(claim.output, lambda doc: {**doc, "run": None, "stopped": time.time()}
-                     if marks.held_by(doc, claim) else None)
+    try:
+        with atomic.exclusive(claim.output):  # a move under way locally ends first
+            marks.update(claim.output, lambda doc: {**doc, "run": None, "stopped": time.time()}
+                         if marks.held_by(doc, claim) else None)
+    except FileNotFoundError:  # the output's folder is gone: nothing of it left to stop
+        pass
 
 
 def wait_writes(run: str, timeout: float = 30.0) -> bool:
