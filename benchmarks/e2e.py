@@ -64,7 +64,7 @@ def distconv_run(name: str, root: Path, src: Path, steps: list, hist=None, clust
     ``env``: the process's environment (else this one's)."""
     import yaml
 
-    from distconv.engine import ownership
+    from distconv.engine import fencing, ownership
 
     out = root / f"{name}.zarr"
     inp = {"path": str(src), **({"region": region} if region else {})}
@@ -79,7 +79,7 @@ def distconv_run(name: str, root: Path, src: Path, steps: list, hist=None, clust
         cmd += ["--cluster", str(root / f"{name}-cluster.yaml")]
     # a previous run's output deleted before the timed job, as distconv's --overwrite would: only a
     # store distconv wrote, with nothing foreign in it (an error otherwise)
-    ownership.claim(str(out), overwrite=True)
+    fencing.stop(ownership.claim(str(out), overwrite=True))  # stopped: the timed run may take it
     os.sync()  # the previous run's outputs on disk, not in dirty pages that throttle this one's writes
     if SPY:  # sampled stacks of every process of the run, collapsed (flamegraph) format
         mode, folder = SPY.split(":", 1)
@@ -194,11 +194,13 @@ def node_arguments(name: str, cpu_workers: int) -> argparse.ArgumentParser:
 
 def drop(out: Path):
     """A checked output removed (distconv's own files only): the node's disk holds few 16 GiB runs."""
-    from distconv.engine import ownership
+    from distconv.engine import marks, removal
 
     if out.exists():
-        ownership.remove_owned(str(out))  # refuses before deleting anything not distconv's
-        (out / ownership.OWNER).unlink()
+        removal.remove_owned(str(out))  # refuses before deleting anything not distconv's
+        for kept in marks.OWN_ENTRIES:  # the owner mark and its lock stay till the end
+            if (out / kept).is_file():
+                (out / kept).unlink()
         out.rmdir()  # empty now, or it raises: nothing else is touched
 
 

@@ -91,12 +91,13 @@ def leave_block_marks(out, names):
     import json
     from pathlib import Path
 
-    from distconv.engine import ownership
+    from distconv.engine.fencing import block_mark
+    from distconv.engine.marks import BLOCKS, OWNER
 
-    token = json.loads((Path(out) / ownership.OWNER).read_text())["token"]
-    (Path(out) / ownership.BLOCKS).mkdir(exist_ok=True)
+    token = json.loads((Path(out) / OWNER).read_text())["token"]
+    (Path(out) / BLOCKS).mkdir(exist_ok=True)
     for name in names:
-        ownership.block_mark(str(out), name, token).touch()
+        block_mark(str(out), name, token).touch()
 
 
 def hand_started(tmp_path, workers: int, *worker_args: str):

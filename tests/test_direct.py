@@ -15,7 +15,8 @@ from distconv import batch
 from distconv.engine.shards import FRAME_ALIGN
 from distconv.batch import direct
 from distconv import engine
-from distconv.engine import ownership, read, shards, slots
+from distconv.engine import read, shards, slots
+from distconv.engine.marks import COMPLETE
 
 from .helpers import leave_block_marks, read_rows, small_engine_blocks, write_block
 
@@ -101,7 +102,7 @@ def test_resume_writes_only_missing_blocks(tmp_path, small_blocks):
     batch.run(wf, progress=False)
     out = Path(wf.outputs["path"])
     clean = _stored(out)[...]
-    (out / ownership.COMPLETE).unlink()
+    (out / COMPLETE).unlink()
     x = _stored(wf.input["path"])
     job, _, _ = direct.plan(wf, False)
     leave_block_marks(out, [engine.block_mark(job, i) for i in range(1, len(job.row_blocks))])

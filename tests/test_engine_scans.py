@@ -14,7 +14,8 @@ import zarr
 from distconv import batch
 from distconv.batch import direct
 from distconv import engine
-from distconv.engine import carries, config, ownership
+from distconv.engine import carries, config
+from distconv.engine.marks import COMPLETE
 
 from .helpers import leave_block_marks, small_engine_blocks
 
@@ -112,7 +113,7 @@ def test_resume_of_a_carried_scan_writes_only_missing_blocks(tmp_path, small_blo
     batch.run(wf, progress=False)
     out = tmp_path / "out.zarr"
     clean = _out(wf)
-    (out / ownership.COMPLETE).unlink()
+    (out / COMPLETE).unlink()
     job, _, _ = direct.plan(wf, False)
     last = len(job.row_blocks) - 1
     leave_block_marks(out, [engine.block_mark(job, i) for i in range(last)])

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from distconv import batch
 from distconv.cli import main
-from distconv.engine import ownership
+from distconv.engine.marks import BLOCKS, COMPLETE, OWNER
 from distconv.engine.location import Location
 
 from .helpers import small_engine_blocks
@@ -98,7 +98,7 @@ def _interrupted(tmp_path, steps):
     _input(tmp_path, x, (16, 64))
     wf = _wf(tmp_path, steps, None)
     batch.run(batch.load(wf), progress=False)
-    (tmp_path / "out.zarr" / ownership.COMPLETE).unlink()
+    (tmp_path / "out.zarr" / COMPLETE).unlink()
     return x, wf
 
 
@@ -114,7 +114,7 @@ def test_resume_after_the_steps_changed_is_refused_naming_the_change(tmp_path):
     # --resume --overwrite: resume when it is this job's, else start again
     batch.run(batch.load(wf), progress=False, resume=True, overwrite=True)
     np.testing.assert_allclose(_read(tmp_path / "out.zarr"), ndi.gaussian_filter(x, 1.0), rtol=1e-5, atol=1e-5)
-    assert (tmp_path / "out.zarr" / ownership.COMPLETE).exists()
+    assert (tmp_path / "out.zarr" / COMPLETE).exists()
 
 
 def test_resume_after_the_input_changed_is_refused(tmp_path):
@@ -139,7 +139,7 @@ def test_resume_of_the_same_job_finishes_and_a_finished_one_is_nothing_to_do(tmp
 
 def test_an_output_of_an_older_distconv_is_not_resumed(tmp_path):
     _, wf = _interrupted(tmp_path, [{"op": "gaussian_filter", "sigma": 1.0}])
-    mark = tmp_path / "out.zarr" / ownership.OWNER
+    mark = tmp_path / "out.zarr" / OWNER
     mark.write_text(json.dumps({"by": "distconv", "created": 0}))
     with pytest.raises(batch.WorkflowError, match="records no job"):
         batch.run(batch.load(wf), progress=False, resume=True)
@@ -202,12 +202,12 @@ def test_an_interrupted_overwrite_is_taken_up_again(tmp_path, monkeypatch, stop_
         batch.run(wf, progress=False, overwrite=True)
     monkeypatch.setattr(Location, "remove_files", real)
     out = tmp_path / "out.zarr"
-    assert (out / ownership.OWNER).is_file() and not (out / ownership.COMPLETE).exists()
+    assert (out / OWNER).is_file() and not (out / COMPLETE).exists()
     with pytest.raises(batch.WorkflowError, match="half removed"):
         batch.run(wf, progress=False)
     batch.run(wf, progress=False, **{then: True})
     np.testing.assert_allclose(_read(out), ndi.gaussian_filter(x, 1.0), rtol=1e-5, atol=1e-5)
-    assert (out / ownership.COMPLETE).exists()
+    assert (out / COMPLETE).exists()
 
 
 # 4. regions are checked against the array; cut before or after the steps
@@ -271,7 +271,7 @@ def _started(tmp_path, wf):
 def test_ctrl_c_mid_job_is_one_line_and_resume_finishes(tmp_path):
     x, wf = _slow_workflow(tmp_path)
     proc = _started(tmp_path, wf)
-    marks = tmp_path / "out.zarr" / ownership.BLOCKS
+    marks = tmp_path / "out.zarr" / BLOCKS
     deadline = time.time() + 120
     while time.time() < deadline and not (marks.is_dir() and any(marks.iterdir())):
         time.sleep(0.005)

@@ -15,7 +15,8 @@ import zarr
 
 from distconv import batch as workflow
 from distconv.batch import direct
-from distconv.engine.ownership import BLOCKS, COMPLETE, OWNER, block_name
+from distconv.engine.fencing import block_name
+from distconv.engine.marks import BLOCKS, COMPLETE, OWNER
 
 from .helpers import small_engine_blocks
 
@@ -208,3 +209,82 @@ def test_every_input_layout_with_and_without_a_region_runs_on_the_engine(tmp_pat
     assert s["path"] == "direct", s
     ref = _expected(a[9:61, :40]) if region is not None else _expected(a)
     np.testing.assert_allclose(zarr.open_array(f"{base}/out.zarr", mode="r")[...], ref, rtol=1e-5, atol=1e-5)
+
+
+def test_marks_change_by_compare_and_swap_on_s3(s3):
+    """A conditional put: a mark is created once, replaced only while it is the version read;
+    of two runs claiming one output at once one gets it; a completion mark written after
+    another run claimed the output is refused and taken back."""
+    import threading
+
+    from distconv.engine import atomic, fencing, marks, ownership
+
+    base, fs, _ = s3
+    bucket = base.removeprefix("s3://")
+    p = f"{base}/m"
+    assert atomic.create(p, b"one") and not atomic.create(p, b"two")
+    _, version = atomic.read(p)
+    assert atomic.replace(p, b"three", version) and not atomic.replace(p, b"four", version)
+    assert fs.cat_file(f"{bucket}/m") == b"three"
+
+    out = f"{base}/out.zarr"
+    start, got, refused = threading.Barrier(2), [], []
+
+    def one():
+        start.wait()
+        try:
+            got.append(ownership.claim(out))
+        except marks.OutputError as e:
+            refused.append(str(e))
+
+    threads = [threading.Thread(target=one) for _ in range(2)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert len(got) == 1 and "another run is writing it" in refused[0], (got, refused)
+    first = got[0]
+    fencing.stop(first)
+    second = ownership.claim(out, resume=True)
+    with pytest.raises(marks.Superseded, match="not marked complete"):
+        marks.mark_complete(out, {}, first)
+    assert not fs.exists(f"{bucket}/out.zarr/{COMPLETE}")
+    marks.mark_complete(out, {}, second)
+    assert marks.finished(out)
+
+
+def test_a_block_of_a_stopped_run_lands_nothing_on_s3(s3):
+    from distconv.engine import fencing, marks, ownership
+
+    base, fs, _ = s3
+    bucket = base.removeprefix("s3://")
+    out = f"{base}/out.zarr"
+    c = ownership.claim(out)
+    with fencing.block_write(c, out, "0-1") as aside:
+        fs.pipe_file(aside(f"{out}/c/0").removeprefix("s3://"), b"mine")
+    assert fs.cat_file(f"{bucket}/out.zarr/c/0") == b"mine"
+    with pytest.raises(marks.Superseded):
+        with fencing.block_write(c, out, "1-2") as aside:
+            fs.pipe_file(aside(f"{out}/c/1").removeprefix("s3://"), b"late")
+            fencing.stop(c)
+    assert not fs.exists(f"{bucket}/out.zarr/c/1")
+    assert fs.find(f"{bucket}/out.zarr/{BLOCKS}") == [f"{bucket}/out.zarr/{BLOCKS}/0-1.{c.token}"]
+    fencing.settle(out, c)  # block 0's file is the one its mark records
+
+
+def test_no_completion_on_s3_while_a_stopped_runs_writes_may_still_land(s3, monkeypatch):
+    """A stop that could not confirm its writes ended (a server-side move may outlast it): no
+    run marks the output complete until marks.SETTLE_S have passed, and it says until when."""
+    from distconv.engine import fencing, marks, ownership
+
+    base, fs, _ = s3
+    out = f"{base}/out.zarr"
+    first = ownership.claim(out)
+    fencing.stop(first)
+    line = fencing.unsettled(first, ["tcp://10.0.0.7:4000"])
+    assert "no run marks complete before" in line
+    second = ownership.claim(out, resume=True)
+    with pytest.raises(marks.Superseded, match=r"did not confirm its writes ended \(tcp://10.0.0.7:4000\).*--resume after"):
+        marks.mark_complete(out, {}, second)
+    assert not marks.finished(out)
+    monkeypatch.setattr(marks, "SETTLE_S", 0.0)
+    marks.mark_complete(out, {}, second)
+    assert marks.finished(out) and "unsettled" not in marks.owner(out)

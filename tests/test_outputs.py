@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import zarr
 
-from distconv.engine import ownership as outputs
+from distconv.engine import marks as outputs
 
 
 def _cluster(tmp_path):

@@ -26,7 +26,7 @@ def test_worker_killed_mid_workflow_output_identical(tmp_path, kind, n_workers):
     worker its nanny restarts (a new address: engine/placement.py lets its blocks move)."""
     from pathlib import Path
 
-    from distconv.engine import ownership
+    from distconv.engine.marks import BLOCKS
 
     wf = small("demo", tmp_path, shape=[1024, 256], chunks=[32, 256])
     wf.chunks = [32, 256]
@@ -34,7 +34,7 @@ def test_worker_killed_mid_workflow_output_identical(tmp_path, kind, n_workers):
     blocks = 1024 // 32
     cfg = {"type": kind, "n_workers": n_workers, "threads_per_worker": 1,
            "dashboard_address": "127.0.0.1:0"}
-    marks = Path(wf.outputs["path"]) / ownership.BLOCKS
+    marks = Path(wf.outputs["path"]) / BLOCKS
     with dc.cluster(cfg, quiet=True) as client:
         workflow.run(wf, client, progress=False)
         clean = read(wf.outputs["path"])

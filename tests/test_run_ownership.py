@@ -16,7 +16,8 @@ import zarr
 import distconv as dc
 from distconv import batch
 from distconv.engine import job as engine_job
-from distconv.engine import ownership, storage
+from distconv.engine import fencing, marks, ownership, storage
+from distconv.engine.marks import BLOCKS, COMPLETE, OWNER
 
 from .helpers import small_engine_blocks
 
@@ -84,9 +85,9 @@ def test_ctrl_c_then_overwrite_never_adopts_the_interrupted_blocks(tmp_path, mon
         monkeypatch.setattr(Progress, "watch", lambda self, futures: _interrupt_once_started(futures))
         with pytest.raises(KeyboardInterrupt):
             batch.run(a, client, progress=True)
-        owner = json.loads((tmp_path / "out.zarr" / ownership.OWNER).read_text())
+        owner = json.loads((tmp_path / "out.zarr" / OWNER).read_text())
         assert owner["run"] is None  # stopped: no block of a may begin a write
-        assert not ownership.WRITES.busy(owner.get("run") or "")
+        assert not fencing.WRITES.busy(owner.get("run") or "")
         monkeypatch.setattr(Progress, "watch", lambda self, futures: None)
         s = batch.run(b, client, overwrite=True, progress=True)
         assert s["path"] == ("general" if general else "direct")
@@ -96,7 +97,7 @@ def test_ctrl_c_then_overwrite_never_adopts_the_interrupted_blocks(tmp_path, mon
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
         time.sleep(1.5)  # anything of a's still running would have written by now
         np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "out.zarr"), mode="r")[...], got)
-    assert (tmp_path / "out.zarr" / ownership.COMPLETE).is_file()
+    assert (tmp_path / "out.zarr" / COMPLETE).is_file()
 
 
 def test_a_block_of_a_superseded_run_writes_nothing(tmp_path):
@@ -104,16 +105,18 @@ def test_a_block_of_a_superseded_run_writes_nothing(tmp_path):
     writes; a stopped run's claim writes nothing either."""
     out = str(tmp_path / "o")
     first = ownership.claim(out)
+    fencing.stop(first)  # another run takes the output only once this one no longer writes
     second = ownership.claim(out, overwrite=True)
     assert first.token != second.token
-    with pytest.raises(ownership.Superseded):
-        with ownership.block_write(first):
+    Path(out, BLOCKS).mkdir()
+    with pytest.raises(marks.Superseded):
+        with fencing.block_write(first, out, "0-1"):
             pytest.fail("the superseded run's block must not write")
-    with ownership.block_write(second):
+    with fencing.block_write(second, out, "0-1"):
         pass
-    ownership.stop(second)
-    with pytest.raises(ownership.Superseded):
-        with ownership.block_write(second):
+    fencing.stop(second)
+    with pytest.raises(marks.Superseded):
+        with fencing.block_write(second, out, "0-1"):
             pytest.fail("a stopped run's block must not write")
     # --resume keeps the job's token (its marks count), under a new run
     resumed = ownership.claim(out, resume=True)
@@ -123,13 +126,14 @@ def test_a_block_of_a_superseded_run_writes_nothing(tmp_path):
 def test_marks_of_another_job_do_not_count(tmp_path):
     out = str(tmp_path / "o")
     c = ownership.claim(out)
-    Path(out, ownership.BLOCKS).mkdir()
-    ownership.block_mark(out, "0-8_0-40", c.token).touch()
-    ownership.block_mark(out, "8-16_0-40", "f" * 32).touch()
-    Path(out, ownership.BLOCKS, "16-24_0-40").touch()  # an older distconv's mark: no job
-    assert ownership.written_blocks(out, c.token) == {"0-8_0-40"}
+    Path(out, BLOCKS).mkdir()
+    fencing.block_mark(out, "0-8_0-40", c.token).touch()
+    fencing.block_mark(out, "8-16_0-40", "f" * 32).touch()
+    Path(out, BLOCKS, "16-24_0-40").touch()  # an older distconv's mark: no job
+    assert fencing.written_blocks(out, c.token) == {"0-8_0-40"}
+    fencing.stop(c)
     again = ownership.claim(out, overwrite=True)  # every mark is distconv's to remove
-    assert again.token != c.token and not Path(out, ownership.BLOCKS).exists()
+    assert again.token != c.token and not Path(out, BLOCKS).exists()
 
 
 def test_python_face_stops_its_run_when_interrupted(tmp_path, monkeypatch, small_blocks):
@@ -148,7 +152,7 @@ def test_python_face_stops_its_run_when_interrupted(tmp_path, monkeypatch, small
             y4, y3 = dc.gaussian_filter(x, 4.0), dc.gaussian_filter(x, 3.0)
         with pytest.raises(KeyboardInterrupt):
             dc.to_zarr(y4, str(tmp_path / "out.zarr"))
-        assert json.loads((tmp_path / "out.zarr" / ownership.OWNER).read_text())["run"] is None
+        assert json.loads((tmp_path / "out.zarr" / OWNER).read_text())["run"] is None
         monkeypatch.setattr(client, "gather", real_gather)
         report = dc.to_zarr(y3, str(tmp_path / "out.zarr"), overwrite=True)
         assert report["path"] == "engine"

@@ -68,7 +68,7 @@ def test_runs_on_a_kept_cluster_are_handed_to_its_warm_process(tmp_path):
     import signal
     import time
 
-    from distconv.engine import ownership
+    from distconv.engine.marks import BLOCKS, OWNER
 
     c = tmp_path / "cluster.yaml"
     c.write_text("cluster:\n  type: cpu\n  n_workers: 1\n  threads_per_worker: 2\n"
@@ -99,7 +99,7 @@ def test_runs_on_a_kept_cluster_are_handed_to_its_warm_process(tmp_path):
         # Ctrl-C at the caller's terminal interrupts the handed run: one line, 130, --resume after
         proc = _handed(tmp_path, "run", "wf.yaml", "--cluster", str(c), "--overwrite", "--no-progress",
                        start_new_session=True)
-        marks = tmp_path / "out.zarr" / ownership.BLOCKS
+        marks = tmp_path / "out.zarr" / BLOCKS
         deadline = time.time() + 120
         while time.time() < deadline and not (marks.is_dir() and any(marks.iterdir())):
             time.sleep(0.005)
@@ -126,7 +126,7 @@ def test_runs_on_a_kept_cluster_are_handed_to_its_warm_process(tmp_path):
         os.killpg(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 130, (out, err)
-        owner = json.loads((tmp_path / "out.zarr" / ownership.OWNER).read_text())
+        owner = json.loads((tmp_path / "out.zarr" / OWNER).read_text())
         assert owner["run"] is None, owner  # stopped before the command returned
         proc = _handed(tmp_path, "run", "b.yaml", "--cluster", str(c), "--overwrite", "--no-progress")
         out, err = proc.communicate(timeout=300)

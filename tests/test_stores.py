@@ -10,7 +10,7 @@ import zarr
 
 import dask.array as da
 import distconv as dc
-from distconv.engine import ownership
+from distconv.engine.marks import COMPLETE, OutputError
 
 from .helpers import small_engine_blocks
 
@@ -38,8 +38,8 @@ def test_the_python_snippet_runs_on_the_engine(tmp_path, rng, small_blocks):
     ref = ndi.correlate(ndi.gaussian_filter(x, 2.0), np.array([[0, 1, 0], [1, -4, 1], [0, 1, 0]], float),
                         mode="nearest")
     np.testing.assert_allclose(out[...], ref, rtol=1e-5, atol=1e-5)
-    assert (tmp_path / "out.zarr" / ownership.COMPLETE).exists()
-    with pytest.raises(ownership.OutputError, match=r"^path .* pass overwrite=True to replace it$") as e:
+    assert (tmp_path / "out.zarr" / COMPLETE).exists()
+    with pytest.raises(OutputError, match=r"^path .* pass overwrite=True to replace it$") as e:
         dc.to_zarr(z, str(tmp_path / "out.zarr"))  # the Python face's words, not the command's
     assert "--" not in str(e.value) and "outputs.path" not in str(e.value)
     assert dc.to_zarr(z, str(tmp_path / "out.zarr"), overwrite=True)["path"] == "engine"
@@ -75,7 +75,7 @@ def test_the_xarray_snippet_runs_on_the_engine_and_opens_with_coords(tmp_path, r
     whole = src.distconv.gaussian_filter({"lat": 1.0}).distconv.to_zarr(str(tmp_path / "d.zarr"))
     assert whole["t"]["path"] == "engine" and xr.open_zarr(tmp_path / "d.zarr").attrs["title"] == "test"
     for out in ("o.zarr", "d.zarr"):
-        assert (tmp_path / out / ownership.COMPLETE).exists()
+        assert (tmp_path / out / COMPLETE).exists()
     again = src.distconv.gaussian_filter({"lat": 1.0}).distconv.to_zarr(str(tmp_path / "d.zarr"), overwrite=True)
     assert again["t"]["path"] == "engine"
 
@@ -128,7 +128,7 @@ def test_a_dataset_workflow_runs_on_the_engine_and_resumes(tmp_path):
     np.testing.assert_allclose(back.temperature.values, ref.values, rtol=1e-5, atol=tol)
     assert back.attrs["title"] == src.attrs["title"] and back.temperature.attrs["units"] == ref.attrs["units"]
     np.testing.assert_array_equal(back.lon.values, src.lon.values)
-    (Path(wf.outputs["path"]) / ownership.COMPLETE).unlink()
+    (Path(wf.outputs["path"]) / COMPLETE).unlink()
     s = batch.run(wf, progress=False, resume=True)
     assert s["path"] == "direct"
     np.testing.assert_allclose(xr.open_zarr(wf.outputs["path"]).temperature.values, ref.values, rtol=1e-5, atol=tol)

@@ -148,15 +148,15 @@ def test_on_object_storage_too(tmp_path, monkeypatch):
     p = tmp_path / "wf.yaml"
     p.write_text(yaml.safe_dump({"input": {"path": f"{root}/in.zarr", "synthetic": {"shape": [40, 30], "chunks": [10, 30]}},
                                  "steps": [{"op": "cumsum", "axis": 0}], "outputs": {"path": f"{root}/out.zarr"}}))
-    real = synthetic.ownership.mark_complete
+    real = synthetic.marks.mark_complete
 
     def interrupted(*a, **k):
         raise RuntimeError("interrupted")
 
-    monkeypatch.setattr(synthetic.ownership, "mark_complete", interrupted)
+    monkeypatch.setattr(synthetic.marks, "mark_complete", interrupted)
     with pytest.raises(RuntimeError, match="interrupted"):
         batch.run(batch.load(p), progress=False)
-    monkeypatch.setattr(synthetic.ownership, "mark_complete", real)
+    monkeypatch.setattr(synthetic.marks, "mark_complete", real)
     wf = batch.load(p)
     assert not synthetic.is_written(wf.input)
     s = batch.run(wf, progress=False)

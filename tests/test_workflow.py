@@ -161,7 +161,7 @@ def test_resume_writes_only_missing_blocks_and_equals_clean_run(tmp_path, monkey
 def _interrupt(out, marks):
     """As an interrupted run leaves an output: no completion marker, rows 32:48 and 64:80 (16-row
     blocks 2 and 4) never written, the other blocks' marks there."""
-    from distconv.engine.ownership import block_name
+    from distconv.engine.fencing import block_name
 
     from .helpers import leave_block_marks
 

@@ -1,11 +1,12 @@
 """The bag-of-visual-words workflow: images -> dense patch descriptors -> k-means vocabulary ->
-per-image visual-word histograms -> image clusters."""
+per-image visual-word histograms -> image clusters. Its result (bovw.npz, bovw.json) is
+written as one block of the output, as the engine writes its blocks (fencing.block_write)."""
 
 from __future__ import annotations
 
+import io
 import json
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -24,7 +25,8 @@ def descriptors(img: np.ndarray, patch: int) -> np.ndarray:
 def run_bovw(wf, client=None, overwrite=False) -> dict:
     import skimage.data
 
-    from ..engine import ownership
+    from ..engine import fencing, marks, ownership
+    from ..engine.location import Location, write_pieces
     from ..ops import kmeans
 
     t0 = time.perf_counter()
@@ -48,13 +50,22 @@ def run_bovw(wf, client=None, overwrite=False) -> dict:
         hist = kmeans.bovw_histogram(X, vocab.cluster_centers_, groups, n_groups=len(names))
     freq = hist / np.maximum(hist.sum(axis=1, keepdims=True), 1)
     images = kmeans.KMeans(min(n_img_clusters, len(names)), seed=seed).fit(freq)
-    out = Path(wf.outputs["path"])
-    ownership.claim(str(out), overwrite)
-    np.savez(out / "bovw.npz", histograms=hist, vocabulary=vocab.cluster_centers_, image_clusters=images.labels_)
+    out = str(wf.outputs["path"])
+    npz = io.BytesIO()
+    np.savez(npz, histograms=hist, vocabulary=vocab.cluster_centers_, image_clusters=images.labels_)
     doc = {"images": names, "descriptors": int(len(X)), "vocabulary": k, "patch": patch,
            "histograms": hist.tolist(), "image_clusters": np.asarray(images.labels_).tolist()}
-    (out / "bovw.json").write_text(json.dumps(doc, indent=1))
-    ownership.mark_complete(str(out), {"workflow": wf.name})
+    claim = ownership.claim(out, overwrite)
+    try:
+        Location(out).child(marks.BLOCKS).make_dir()
+        with fencing.block_write(claim, out, fencing.block_name([(0, len(names))]), "the result") as aside:
+            write_pieces(aside(Location(out).child("bovw.npz").path), [npz.getbuffer()])
+            write_pieces(aside(Location(out).child("bovw.json").path), [json.dumps(doc, indent=1).encode()])
+        fencing.settle(out, claim)
+        marks.mark_complete(out, {"workflow": wf.name}, claim)
+    except BaseException:
+        fencing.stop(claim)
+        raise
     groups_text = {}
     for n, c in zip(names, np.asarray(images.labels_).tolist()):
         groups_text.setdefault(c, []).append(n)

@@ -7,7 +7,7 @@ output is claimed), the histogram, the byte counts and what the summary says of 
 from __future__ import annotations
 
 from .. import engine
-from ..engine import ownership, storage
+from ..engine import fencing, storage
 from . import direct
 from .inputs import cut_result, open_input, whole_input
 from .outputs import histogram_output, write_histogram
@@ -65,7 +65,7 @@ class Direct:
     def count(self, array_path, claim):
         """What this run reads and writes (a resumed one: the blocks this job has not written)."""
         job, resuming = self.job, claim.resuming
-        done = ownership.written_blocks(array_path, claim.token) if resuming else set()
+        done = fencing.written_blocks(array_path, claim.token) if resuming else set()
         skipped_rows = sum(r1 - r0 for i, (r0, r1) in enumerate(job.row_blocks) if engine.block_mark(job, i) in done)
         # a resumed run with a histogram or a carried scan still reads every block, writes the missing
         rereads = self.edges is not None or job.carried

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 from .. import engine
-from ..engine import ownership, storage
+from ..engine import marks, ownership, storage
 from ..engine.job import timeline as engine_timeline
 from ..engine.location import Location, join
 from . import identity, plans
@@ -19,14 +19,14 @@ from .workflow import Workflow, WorkflowError
 def preflight(wf: Workflow, overwrite: bool | None = None, resume: bool = False,
               job: dict | None = None) -> str:
     """Check the output path may be written (before a cluster starts or a byte is written);
-    returns what the run does with it (ownership.check_target: new, resume, done, replace)."""
+    returns what the run does with it (ownership.decide: new, resume, done, replace)."""
     overwrite = wf.overwrite if overwrite is None else overwrite
     if job is None and wf.kind == "array":
         job = identity.job(wf)
     problems, action = [], None
     try:
-        action = ownership.check_target(wf.outputs["path"], overwrite, resume, job=job)
-    except ownership.OutputError as e:
+        action = ownership.decide(wf.outputs["path"], overwrite, resume, job=job)
+    except marks.OutputError as e:
         problems.append(str(e))
     for read in (engine.io_slots, engine.device_blocks, engine.batch_bytes, engine.held_bytes, engine.prewarm_enabled):
         try:
@@ -97,7 +97,7 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     try:
         step_seconds, results, stream, started = _compute(write, client, shown)
         _finish(wf, array_path, plan.frame is not None, claim)
-    except ownership.Superseded as e:  # another run claimed the output meanwhile
+    except marks.Superseded as e:  # another run claimed the output meanwhile
         raise WorkflowError(str(e)) from None
     hist = plan.histogram(results, client)  # counted in the job's time
     summary = _summary(wf, client, t0, plan.shape, plan.dtype, plan.bytes_in, plan.bytes_out, plan.skipped,
@@ -169,17 +169,17 @@ def _dataset_frame(wf: Workflow, result, resuming: bool):
     out_path = str(wf.outputs["path"])
     name = storage.dataset_array_name(result)
     if not (resuming and Location(out_path).child("zarr.json").exists()):
-        ownership.record_entries(out_path, [name, *map(str, result.coords)])
+        marks.record_entries(out_path, [name, *map(str, result.coords)])
         storage.write_dataset_frame(out_path, result, {**jsonable(dataset_attrs(wf)), **_attrs(wf)})
     return (join(out_path, name), {k: jsonable(v) for k, v in result.attrs.items()},
             list(map(str, result.dims)))
 
 
-def _finish(wf: Workflow, array_path: str, dataset: bool, claim: ownership.Claim):
+def _finish(wf: Workflow, array_path: str, dataset: bool, claim: marks.Claim):
     """A dataset's metadata consolidated, then the completion mark."""
     if dataset:
         storage.consolidate(str(wf.outputs["path"]))
-    ownership.mark_complete(str(wf.outputs["path"]), {"workflow": wf.name}, claim)
+    marks.mark_complete(str(wf.outputs["path"]), {"workflow": wf.name}, claim)
 
 
 def _summary(wf: Workflow, client, t0: float, shape, dtype, bytes_in: int, bytes_out: int, resumed: int,

@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from ..core.checks import did_you_mean
-from ..engine import ownership, paths, storage
+from ..engine import marks, ownership, paths, storage
 from ..engine.location import is_url
 from .synthetic import synthetic_dtype_problem
 from .steps import UnknownStep, step_function
@@ -33,7 +33,7 @@ OUTPUT_KEYS = {"path", "codec", "chunks", "histogram"}
 SYNTH_KEYS = {"shape", "chunks", "dtype", "seed", "dims"}
 HIST_KEYS = {"bins", "range", "json", "png"}
 BOVW_STEP_KEYS = {"patch", "n_clusters", "image_clusters", "seed"}
-MARKER = ownership.COMPLETE
+MARKER = marks.COMPLETE
 
 
 def _keys(section: str, got, allowed: set, problems: list) -> bool:

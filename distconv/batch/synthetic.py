@@ -16,7 +16,7 @@ import time
 import dask.array as da
 import numpy as np
 
-from ..engine import ownership, storage
+from ..engine import marks, ownership, storage
 from ..engine.location import Location, join
 from .workflow import WorkflowError
 
@@ -44,7 +44,7 @@ def is_written(inp: dict) -> bool:
     if not where.names() and not where.is_file():
         return False
     try:
-        mark = json.loads(where.child(ownership.OWNER).read_text())
+        mark = json.loads(where.child(marks.OWNER).read_text())
     except (OSError, ValueError):
         mark = None
     if not isinstance(mark, dict) or mark.get("by") != WRITER:
@@ -55,7 +55,7 @@ def is_written(inp: dict) -> bool:
     try:
         return ownership.check_target(path, overwrite=True, resume=True, key="input.path",
                                       job=recorded(inp)) == "done"
-    except ownership.OutputError as e:  # a file of someone else's inside it
+    except marks.OutputError as e:  # a file of someone else's inside it
         raise WorkflowError(str(e)) from None
 
 
@@ -91,7 +91,7 @@ def write(inp: dict, client=None, progress: bool = False) -> float:
     _store(data, target, client, shown)
     if "variable" in inp:
         storage.consolidate(path)
-    ownership.mark_complete(path, {"synthetic": True}, claim)
+    marks.mark_complete(path, {"synthetic": True}, claim)
     return time.perf_counter() - t0
 
 
@@ -102,7 +102,7 @@ def _dataset_frame(path: str, ds, variable: str):
 
     import zarr
 
-    ownership.record_entries(path, list(map(str, ds.variables)))
+    marks.record_entries(path, list(map(str, ds.variables)))
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*[Cc]onsolidated metadata.*")
         warnings.filterwarnings("ignore", message=".*distconv.*not recognized as a component.*")  # our marks

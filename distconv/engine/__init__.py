@@ -16,8 +16,10 @@ accessor's ``to_zarr``).
 - prewarm.py: a GPU worker's one-time costs (page-locked staging, nvCOMP's first calls) at its start
 - carries.py: a scan's carry across blocks
 - shards.py, plain_chunks.py, batches.py, chunk_heads.py: the store formats it reads and writes
-- storage.py (dask's reads and writes), ownership.py (who wrote an output, what may be
-  removed), location.py (local folders and object stores alike)
+- storage.py (dask's reads and writes), location.py (local folders and object stores alike)
+- ownership.py (who may write an output: the path checks, the claim), marks.py (the owner and
+  completion marks, changed by compare-and-swap: atomic.py), removal.py (what --overwrite may
+  remove), fencing.py (block writes that land only while their run owns the output)
 """
 
 # Names are loaded on first use (PEP 562), so that importing one module of the engine (a

@@ -1,25 +1,30 @@
 """The one write pipeline every face runs (`distconv run`, ``dc.to_zarr``, the accessor's
 ``to_zarr``): a plan (chain.plan_write: the engine's job, else dask's writes) into an output a
-claim made ours (ownership.claim): the array created, its blocks computed, the block marks
-dropped; the caller marks the output complete once all of it is written (a dataset's every
-variable, its consolidated metadata).
+claim made ours (ownership.claim): the array created, its blocks computed (each a fenced
+write, fencing.py), the blocks checked and their marks dropped (fencing.settle); the caller
+marks the output complete once all of it is written (a dataset's every variable, its
+consolidated metadata).
 
 Computing is the one place a face's graph of block writes meets the cluster, so that a
 run owns its work to the end. On Ctrl-C or any failure the run is stopped before the caller
-sees the error: the owner mark names no run (blocks not yet writing will not write), its tasks
-are cancelled, and the writes already under way are waited for on every worker. A kept cluster
-then holds nothing of it that could land in the output later (ownership.py)."""
+sees the error: the owner mark names no run (no block of it moves its files into place from
+then on), its tasks are cancelled, and the writes already under way are waited for on every
+worker. A worker that does not confirm its writes ended (it did not answer, or they outlast
+the wait) is said on stderr and recorded in the owner mark, and the output stays incomplete."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 
-from . import ownership, storage
+import sys
+
+from . import fencing, storage
 from .chain import Plan
 from .job import block_bytes
 from .job import graph as job_graph
 from .location import Location
+from .marks import BLOCKS, Claim
 from .placement import workers
 from .process import release
 from .progress import Progress
@@ -29,7 +34,7 @@ from .output import create_output
 STOP_WAIT_S = 30.0  # longest a stopped run waits for its blocks' writes under way (a shard write)
 
 
-def write(plan: Plan, dst: str, claim: ownership.Claim, client, attrs=None, dims=None, codec: str = "zstd",
+def write(plan: Plan, dst: str, claim: Claim, client, attrs=None, dims=None, codec: str = "zstd",
           storage_chunks=None, progress=None, inner_chunks=None):
     """Write ``plan`` into the array at ``dst`` (inside the output ``claim`` made ours; a
     resumed claim keeps what is there and writes only the missing blocks): the engine's job as
@@ -41,6 +46,28 @@ def write(plan: Plan, dst: str, claim: ownership.Claim, client, attrs=None, dims
     computed results."""
     progress = Progress(show=False) if progress is None else progress  # the dashboard's page hears of every job
     progress.begin(client)
+    try:
+        writes, sizes = _graph(plan, dst, claim, client, attrs, dims, codec, storage_chunks, inner_chunks)
+        progress.expect(sizes, plan, dst, writes)
+    except BaseException:
+        fencing.stop(claim)  # nothing of it ran: the output is free for the next run at once
+        raise
+    try:
+        results = compute(writes, client, claim, progress)  # stops the run itself when it fails
+    finally:
+        if plan.job is not None:  # its decode batches, halo rows and held scans go with it
+            release(client, plan.job.run)
+    try:
+        fencing.settle(dst, claim)
+    except BaseException:
+        fencing.stop(claim)
+        raise
+    return results if plan.job is None else (results[:-1], results[-1])
+
+
+def _graph(plan: Plan, dst: str, claim: Claim, client, attrs, dims, codec, storage_chunks, inner_chunks):
+    """write's graph: (the block writes, each one's key -> its bytes), the output array created
+    (or found, when resuming)."""
     if plan.job is None:
         stored = storage.store_into(plan.data, dst, claim, storage_chunks, codec, attrs, dims, inner_chunks)
         writes = list(stored.to_delayed().ravel())  # one future a block: progress sees each finish
@@ -53,7 +80,7 @@ def write(plan: Plan, dst: str, claim: ownership.Claim, client, attrs=None, dims
                           dims if dims is not None or job.source is None else job.source.dims)
         # the block marks' folder, also for a run resumed after the last one dropped it (it was
         # interrupted between finishing the blocks and marking the output complete)
-        Location(dst).child(ownership.BLOCKS).make_dir()
+        Location(dst).child(BLOCKS).make_dir()
         placed = workers(client)
         if job.gpu and placed:
             built = [r for r in rehearse_on_hosts(client, job) if r and r["built"]]
@@ -66,14 +93,7 @@ def write(plan: Plan, dst: str, claim: ownership.Claim, client, attrs=None, dims
         # cluster, and progress saw no block finish)
         writes = [*blocks, merged]
         sizes = _block_sizes(job, blocks)
-    progress.expect(sizes, plan, dst, writes)
-    try:
-        results = compute(writes, client, claim, progress)
-    finally:
-        if plan.job is not None:  # its decode batches, halo rows and held scans go with it
-            release(client, plan.job.run)
-    storage.finish(dst)
-    return results if plan.job is None else (results[:-1], results[-1])
+    return writes, sizes
 
 
 def rehearse_on_hosts(client, job) -> list:
@@ -124,7 +144,7 @@ def _general_sizes(data, stored, storage_chunks) -> dict:
     return out
 
 
-def compute(graph, client, claim: ownership.Claim | None, progress=None):
+def compute(graph, client, claim: Claim | None, progress=None):
     """Compute ``graph`` on ``client`` (None: dask's local threads here) and return its results;
     ``progress`` (an engine.Progress), when given, shows its blocks finishing."""
     if client is None:
@@ -149,24 +169,40 @@ def compute(graph, client, claim: ownership.Claim | None, progress=None):
         raise
 
 
-def _stop(claim, client, futures):
-    """Stop a run that failed or was interrupted: first the owner mark (so no block begins a
-    write), then its tasks cancelled, then the writes under way waited for."""
-    ownership.stop(claim)
-    if client is None:
-        if claim is not None:
-            ownership.wait_writes(claim.run, STOP_WAIT_S)
-        return
-    _quiet_cancelled_gathers()
+def _stop(claim, client, futures) -> list:
+    """Stop a run that failed or was interrupted: first the owner mark (so no block moves its
+    files into place), then its tasks cancelled, then the writes under way waited for. Returns
+    where they were not confirmed to have ended (said on stderr and recorded in the owner
+    mark: a write there may still land)."""
     try:
-        # only this run's futures, the last (the merge the others feed) first: a cancel reaching
-        # a block's unwanted dependents (the merges below it) trips the scheduler's who_wants assert
-        client.cancel(futures[-1:])
-        client.cancel(futures[:-1])
-        if claim is not None:
-            client.run(ownership.wait_writes, claim.run, STOP_WAIT_S, on_error="ignore")
-    except OSError:  # the scheduler is gone: its workers, and their writes, with it
-        pass
+        fencing.stop(claim)
+    except Exception as e:  # noqa: BLE001 - the store did not answer: the tasks are still cancelled
+        print(f"distconv: could not mark the run stopped in {claim.output!r} ({e}); its tasks are "
+              "cancelled", file=sys.stderr, flush=True)
+    if client is None:
+        if claim is None:
+            return []
+        unconfirmed = [] if fencing.wait_writes(claim.run, STOP_WAIT_S) else ["this process"]
+    else:
+        _quiet_cancelled_gathers()
+        try:
+            # only this run's futures, the last (the merge the others feed) first: a cancel reaching
+            # a block's unwanted dependents (the merges below it) trips the scheduler's who_wants assert
+            client.cancel(futures[-1:])
+            client.cancel(futures[:-1])
+            if claim is None:
+                return []
+            answers = client.run(fencing.wait_writes, claim.run, STOP_WAIT_S, on_error="return")
+            unconfirmed = [str(w) for w, ended in answers.items() if ended is not True]
+        except OSError:  # the scheduler did not answer: its workers could not be asked
+            unconfirmed = ["the cluster's workers (the scheduler did not answer)"]
+    if unconfirmed:
+        try:
+            line = fencing.unsettled(claim, unconfirmed)
+        except Exception as e:  # noqa: BLE001 - the stop's own error must not hide the run's
+            line = f"distconv: could not confirm that the writes of the stopped run ended ({e})"
+        print(line, file=sys.stderr, flush=True)
+    return unconfirmed
 
 
 CLUSTER_LOGGERS = ("distributed", "dask_cuda", "tornado", "asyncio")

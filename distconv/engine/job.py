@@ -29,8 +29,8 @@ from ..backends.device import device
 from ..core.arrays import array_module, to_host
 from ..core.tile import Tile
 from ..core.ops import FAN_IN
-from . import batches, carries, config, dashboard, ownership, shards
-from .plan import Job, mark_of, runs, written
+from . import batches, carries, config, dashboard, fencing, shards
+from .plan import Job, block_mark, runs, written
 from .read import fetch, to_device
 from .slots import Clock, device_turn
 from .slots import slots as process_slots
@@ -149,10 +149,8 @@ def _run_block(job: Job, i: int, slot: int, clock, carry=None):
             clock.lap("encode")
         del out
     if write:
-        with ownership.block_write(job.owner, f"block {i}"):
-            shards.write_encoded(job.dst, job.layout, encoded, r1 - r0, r0 - job.box()[0][0])
-            if job.owner is not None:
-                mark_of(job, i).touch()
+        with fencing.block_write(job.owner, job.dst, block_mark(job, i), f"block {i}") as aside:
+            shards.write_encoded(job.dst, job.layout, encoded, r1 - r0, r0 - job.box()[0][0], into=aside)
         clock.lap("write files")
     return counts, clock.laps
 

@@ -10,7 +10,8 @@ import struct
 
 import numpy as np
 
-from . import ownership, shards
+from . import shards
+from .marks import BLOCKS
 from .location import Location
 
 SHARD_MIN_BYTES = 16 * 2**20
@@ -61,5 +62,5 @@ def create_output(dst: str, shape, dtype, layout: shards.Layout, attrs: dict, di
                           attributes=attrs, overwrite=False, dimension_names=dims)
     if not shards.matches(z.metadata.to_dict(), layout):
         raise RuntimeError(f"zarr wrote a sharding layout distconv cannot write into: {z.metadata}")
-    Location(dst).child(ownership.BLOCKS).make_dir()
+    Location(dst).child(BLOCKS).make_dir()
     return z

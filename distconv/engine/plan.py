@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.stencil import Stencil, merge_thin
-from . import ownership, shards
+from . import fencing, shards
+from .marks import Claim
 from .output import shard_shape
 from .source import Source, describe, native
 
@@ -39,7 +40,7 @@ class Job:
     scan: object = None          # a scan after the chain (core.stencil.ScanStep)
     part: str = "block"          # block: read to write; local: the block's own scan held, its total
                                  # returned; write: that scan seeded by its carry and written
-    owner: ownership.Claim | None = None  # the output's claim: blocks write only while it owns it
+    owner: Claim | None = None  # the output's claim: blocks write only while it owns it
     source: Source | None = None  # the input as planned: its fingerprint, codec pipeline, dims
 
     def box(self) -> tuple:
@@ -145,7 +146,7 @@ def runs(job: Job, i: int) -> bool:
 
 def mark_of(job: Job, i: int):
     """Where block ``i``'s write mark lives (None for a job that owns no output)."""
-    return None if job.owner is None else ownership.block_mark(job.dst, block_mark(job, i), job.owner.token)
+    return None if job.owner is None else fencing.block_mark(job.dst, block_mark(job, i), job.owner.token)
 
 
 def written(job: Job, i: int) -> bool:
@@ -159,4 +160,4 @@ def block_mark(job: Job, i: int) -> str:
     whole)."""
     r0, r1 = job.row_blocks[i]
     first = job.box()[0][0]
-    return ownership.block_name([(r0 - first, r1 - first)] + [(0, n) for n in job.layout.shape[1:]])
+    return fencing.block_name([(r0 - first, r1 - first)] + [(0, n) for n in job.layout.shape[1:]])

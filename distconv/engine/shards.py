@@ -134,16 +134,18 @@ def encode_block(layout: Layout, block, encode) -> tuple:
     return encode(chunk_major(block, layout), layout.frame_nbytes, FRAME_ALIGN)
 
 
-def write_encoded(path: str, layout: Layout, encoded: tuple, rows: int, row0: int) -> int:
+def write_encoded(path: str, layout: Layout, encoded: tuple, rows: int, row0: int, into=None) -> int:
     """The shard files of an encoded block of ``rows`` rows from row0, several at once, each
-    written as its frames (one piece: the encoders lay them end to end) and its index;
-    returns bytes written."""
+    written as its frames (one piece: the encoders lay them end to end) and its index, at
+    ``into(path of the file)`` where given (a fenced write's name aside); returns bytes written."""
     buf, starts, sizes = encoded
     grid = layout.shard_grid(rows)
     per = math.prod(layout.per_shard)
     first = row0 // layout.shard[0]
     names = [("c", str(first + idx[0]), *map(str, idx[1:])) for idx in np.ndindex(*grid)]
     keys = [join(path, *n) for n in names]
+    if into is not None:
+        keys = [into(k) for k in keys]
     for folder in dict.fromkeys(join(path, *n[:-1]) for n in names):
         Location(folder).make_dir()
 

@@ -10,8 +10,9 @@ import numpy as np
 
 from ..backends.device import device
 from ..core.arrays import to_host
-from . import ownership
-from .location import Location
+from . import fencing
+from .location import Location, join, write_pieces
+from .marks import BLOCKS, Claim
 from .source import native
 
 from .plan import CPU_CHUNK_BYTES, GPU_CHUNK_BYTES  # noqa: F401  (the general path's chunks too)
@@ -139,13 +140,15 @@ def to_device_blocks(arr: da.Array) -> da.Array:
     return arr.map_blocks(gpu.upload, pinned=False, token="to_device", meta=gpu.empty((0,) * arr.ndim, arr.dtype))
 
 
-def store_into(arr: da.Array, path: str, claim: ownership.Claim, storage_chunks=None, codec: str = "zstd",
+def store_into(arr: da.Array, path: str, claim: Claim, storage_chunks=None, codec: str = "zstd",
                attrs=None, dims=None, inner=None) -> da.Array:
     """Lazily write ``arr`` into a Zarr array at ``path`` (inside the output ``claim`` made
     ours): blocks aligned to storage chunks (no chunk has two writers; ``inner``: those are
-    shards of chunks this shape), each block's write idempotent, made only while the claim owns
-    the output and recorded by a mark of its job, so a resumed run writes only the blocks that
-    are missing. Returns the dask array of write flags."""
+    shards of chunks this shape), each block encoded as the array's chunks (every chunk
+    written, a block of fill values too) and written as the engine's blocks are
+    (fencing.block_write: only while the claim owns the output, recorded by a mark of its
+    job), so a resumed run writes only the blocks that are missing. Returns the dask array of
+    write flags."""
     import zarr
 
     storage = tuple(storage_chunks or (c[0] for c in arr.chunks))
@@ -159,16 +162,18 @@ def store_into(arr: da.Array, path: str, claim: ownership.Claim, storage_chunks=
             raise ValueError(f"cannot resume {path!r}: it holds {target.shape} {target.dtype}, "
                              f"the workflow makes {arr.shape} {arr.dtype}")
     else:
-        target = create(p, arr.shape, storage, arr.dtype, codec, attrs=attrs, dims=dims, inner=inner)
-    Location(p).child(ownership.BLOCKS).make_dir()
+        create(p, arr.shape, storage, arr.dtype, codec, attrs=attrs, dims=dims, inner=inner)
+    Location(p).child(BLOCKS).make_dir()
+    meta = Location(p).child("zarr.json").read_text()  # each block encodes its chunks as the array does
 
     def write(block, block_info=None):
         info = block_info[0]
-        mark = ownership.block_mark(p, ownership.block_name(info["array-location"]), claim.token)
-        if not mark.exists():
-            with ownership.block_write(claim, f"block {info['chunk-location']}"):
-                target[tuple(slice(a, b) for a, b in info["array-location"])] = to_host(block)
-                mark.touch()
+        name = fencing.block_name(info["array-location"])
+        if not fencing.block_mark(p, name, claim.token).exists():
+            files = _encoded(meta, info["array-location"], to_host(block))
+            with fencing.block_write(claim, p, name, f"block {info['chunk-location']}") as aside:
+                for key, data in files.items():
+                    write_pieces(aside(join(p, *key.split("/"))), [data])
         return np.ones((1,) * block.ndim, dtype=bool)
 
     from dask.base import tokenize
@@ -176,6 +181,19 @@ def store_into(arr: da.Array, path: str, claim: ownership.Claim, storage_chunks=
     return arr.map_blocks(write, chunks=tuple((1,) * len(c) for c in arr.chunks), dtype=bool,
                           meta=np.empty((0,) * arr.ndim, dtype=bool),
                           name=f"distconv-store-{tokenize(arr, p, claim)}")
+
+
+def _encoded(meta: str, extent, block) -> dict:
+    """The files (chunk key -> bytes) that zarr writes for ``block`` at ``extent`` ((start,
+    stop) per axis, whole chunks or shards) of the array whose zarr.json is ``meta``."""
+    import zarr
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.storage import MemoryStore
+
+    files = {"zarr.json": default_buffer_prototype().buffer.from_bytes(meta.encode())}
+    z = zarr.open_array(MemoryStore(files), mode="r+").with_config({"write_empty_chunks": True})
+    z[tuple(slice(a, b) for a, b in extent)] = block
+    return {k: v.to_bytes() for k, v in files.items() if k != "zarr.json"}
 
 
 def write_chunks(arr: da.Array, storage_chunks=None) -> tuple:
@@ -189,19 +207,14 @@ def written_bytes(arr: da.Array, path: str, token: str, storage_chunks=None) -> 
     the blocks whose region has a mark of that job."""
     import itertools
 
-    done = ownership.written_blocks(path, token)
+    done = fencing.written_blocks(path, token)
     bounds = [np.cumsum((0,) + c) for c in write_chunks(arr, storage_chunks)]
     total = 0
     for idx in itertools.product(*(range(len(b) - 1) for b in bounds)):
         extent = [(b[i], b[i + 1]) for b, i in zip(bounds, idx)]
-        if ownership.block_name(extent) in done:
+        if fencing.block_name(extent) in done:
             total += int(np.prod([hi - lo for lo, hi in extent])) * arr.dtype.itemsize
     return total
-
-
-def finish(path: str):
-    """Drop the per-block markers once the whole output is written."""
-    ownership.drop_block_marks(path)
 
 
 def _aligned(sizes: tuple, step: int) -> list[int]:

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from ..core import checks
-from ..engine import chain, ownership, paths, storage
+from ..engine import chain, fencing, marks, ownership, paths, storage
 from ..engine import shards as shard_format
 from ..engine.location import absolute, join
 
@@ -93,11 +93,11 @@ def to_zarr(x, path: str, *, overwrite: bool = False, client=None, progress: boo
     claim = _claim(path, overwrite)
     report = _array(x, path, client, claim, attrs={}, dims=None, progress=progress,
                     layout=None if stored is None else Stored(stored, None))
-    ownership.mark_complete(path, {"by": "dc.to_zarr"}, claim)
+    marks.mark_complete(path, {"by": "dc.to_zarr"}, claim)
     return report
 
 
-def _claim(path: str, overwrite: bool) -> ownership.Claim:
+def _claim(path: str, overwrite: bool) -> marks.Claim:
     """The output made ours, its errors in this face's words (``path``, ``overwrite=True``)."""
     return ownership.claim(path, overwrite, key="path", words=ownership.PYTHON_WORDS)
 
@@ -108,14 +108,18 @@ def _dataset(ds, path: str, overwrite: bool, client, progress: bool = False, chu
     layouts = _layouts(ds, chunks)  # (checks ``chunks`` before anything is written)
     claim = _claim(path, overwrite)
     names = [str(n) for n in ds.data_vars]
-    ownership.record_entries(path, [*names, *map(str, ds.coords)])
-    frame = ds.drop_vars(list(ds.data_vars))
-    storage.write_dataset_frame(path, frame, dict(ds.attrs))
-    report = {n: _array(ds[n].data, join(path, n), client, claim, dict(ds[n].attrs), list(map(str, ds[n].dims)),
-                        progress, layouts[n])
-              for n in names}
-    storage.consolidate(path)
-    ownership.mark_complete(path, {"by": "dc.to_zarr"}, claim)  # last: the whole dataset is there
+    try:
+        marks.record_entries(path, [*names, *map(str, ds.coords)])
+        frame = ds.drop_vars(list(ds.data_vars))
+        storage.write_dataset_frame(path, frame, dict(ds.attrs))
+        report = {n: _array(ds[n].data, join(path, n), client, claim, dict(ds[n].attrs),
+                            list(map(str, ds[n].dims)), progress, layouts[n])
+                  for n in names}
+        storage.consolidate(path)
+    except BaseException:
+        fencing.stop(claim)  # the output is free for the next call at once, not once this one's lease lapses
+        raise
+    marks.mark_complete(path, {"by": "dc.to_zarr"}, claim)  # last: the whole dataset is there
     return report
 
 
@@ -218,7 +222,7 @@ def _array_chunks(chunks, shape) -> tuple | None:
     return tuple(int(min(n, s)) if s else 1 for n, s in zip(sizes, shape))
 
 
-def _array(data, path: str, client, claim: ownership.Claim, attrs: dict, dims, progress: bool = False,
+def _array(data, path: str, client, claim: marks.Claim, attrs: dict, dims, progress: bool = False,
            layout: Stored | None = None) -> dict:
     """One array to ``path`` inside the output ``claim`` made ours: the engine's plan where it
     takes ``data``, else dask's writes; stored as ``layout`` where given (an array's: its
@@ -240,8 +244,8 @@ def _array(data, path: str, client, claim: ownership.Claim, attrs: dict, dims, p
         shown = engine.Progress(label=f"distconv: {path}") if progress else None
         results = engine.write(plan, path, claim, client, attrs, dims, storage_chunks=shards, progress=shown,
                                inner_chunks=inner)
-    except ownership.Superseded as e:  # another run claimed the output meanwhile
-        raise ownership.OutputError(str(e)) from None
+    except marks.Superseded as e:  # another run claimed the output meanwhile
+        raise marks.OutputError(str(e)) from None
     return {"path": "general" if plan.job is None else "engine", "why": plan.why,
             "tasks": None if plan.job is None else len(results[0]), "seconds": round(time.perf_counter() - t0, 3)}
 

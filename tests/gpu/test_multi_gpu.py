@@ -30,7 +30,7 @@ import zarr
 
 import distconv as dc
 from distconv import batch
-from distconv.engine import ownership
+from distconv.engine.marks import BLOCKS, COMPLETE
 
 from ..helpers import assert_matches, small_engine_blocks
 
@@ -415,7 +415,7 @@ def test_dc_to_zarr_runs_the_readme_snippet_on_every_gpu(tmp_path, monkeypatch, 
         report = dc.to_zarr(z, str(tmp_path / "out.zarr"), client=client)
     assert report["path"] == "engine" and report["tasks"] == 8192 // 256, report
     assert_matches(_read(tmp_path / "out.zarr"), demo["ref"])
-    assert (tmp_path / "out.zarr" / ownership.COMPLETE).exists()
+    assert (tmp_path / "out.zarr" / COMPLETE).exists()
 
 
 def test_accessor_to_zarr_runs_on_every_gpu(tmp_path, monkeypatch, client, demo):
@@ -464,7 +464,7 @@ def test_worker_killed_mid_run_on_every_gpu_output_identical(tmp_path, monkeypat
     blocks = MEDIAN_SHAPE[0] // MEDIAN_CHUNKS[0]
     wf = batch.load(_workflow_file(tmp_path, "median", median_case["src"],
                                    [{"op": "median_filter", "size": 5}]))
-    marks = Path(wf.outputs["path"]) / ownership.BLOCKS
+    marks = Path(wf.outputs["path"]) / BLOCKS
     cfg = {"type": "cuda", "threads_per_worker": 1, "dashboard_address": "127.0.0.1:0"}
     with dc.cluster(cfg, quiet=True) as client:
         assert len(_workers(client)) == cupy.cuda.runtime.getDeviceCount()
@@ -499,7 +499,7 @@ def test_ctrl_c_mid_run_on_every_gpu_then_resume_finishes_bit_for_bit(tmp_path, 
     wf = _workflow_file(tmp_path, "median", median_case["src"], [{"op": "median_filter", "size": 5}])
     proc = _cli(tmp_path, wf, threads=1, block=block, popen=True)
     try:
-        written = _first_mark(tmp_path / "median.zarr" / ownership.BLOCKS)
+        written = _first_mark(tmp_path / "median.zarr" / BLOCKS)
         os.killpg(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=120)
     finally:
@@ -510,7 +510,7 @@ def test_ctrl_c_mid_run_on_every_gpu_then_resume_finishes_bit_for_bit(tmp_path, 
     assert proc.returncode == 130, (out, err)
     assert "Traceback" not in err and len(err.strip().splitlines()) <= 2, err
     assert "--resume" in err
-    assert not (tmp_path / "median.zarr" / ownership.COMPLETE).exists()
+    assert not (tmp_path / "median.zarr" / COMPLETE).exists()
 
     res = _cli(tmp_path, wf, "--resume", threads=1, block=block)
     assert res.returncode == 0, res.stderr
@@ -520,4 +520,4 @@ def test_ctrl_c_mid_run_on_every_gpu_then_resume_finishes_bit_for_bit(tmp_path, 
     resumed = s.get("resumed_bytes", 0)  # written by the interrupted run, kept
     assert 0 < resumed < total and s["bytes_out"] + resumed == total, s
     np.testing.assert_array_equal(_read(tmp_path / "median.zarr"), median_case["ref"])
-    assert (tmp_path / "median.zarr" / ownership.COMPLETE).exists()
+    assert (tmp_path / "median.zarr" / COMPLETE).exists()
