@@ -44,11 +44,14 @@ __all__ = sorted(_MODULE_OF)
 
 
 def __getattr__(name: str):
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib
 
+    module = _MODULE_OF.get(name)
+    if module is None:  # a submodule (engine.chain, ...) read as an attribute
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
     value = getattr(importlib.import_module(f"{__name__}.{module}"), _RENAMED.get(name, name))
     globals()[name] = value
     return value

@@ -29,7 +29,7 @@ from ..backends.device import device
 from ..core.arrays import array_module, to_host
 from ..core.tile import Tile
 from ..core.ops import FAN_IN
-from . import batches, carries, config, dashboard, fencing, shards
+from . import batches, carries, config, fencing, shards
 from .plan import Job, block_mark, runs, written
 from .read import fetch, to_device
 from .slots import Clock, device_turn
@@ -57,13 +57,15 @@ def run_block(job: Job, i: int, carry=None, local=None):
     slot = slots.get(i)
     clock.lap("slot wait")
     start = time.time()
-    dashboard.tell_block(job.run, i, "start")  # the page: running from here, not since dask sent it
+    from .dashboard import tell_block  # (imports distributed: on a worker, not in a client's check)
+
+    tell_block(job.run, i, "start")  # the page: running from here, not since dask sent it
     try:
         result, laps = _run_block(job, i, slot, clock, carry)
     finally:
         slots.put(slot)
     if job.part != "local":  # a carried scan's block ends with its write (its laps hold both parts')
-        dashboard.tell_block(job.run, i, "end", laps)
+        tell_block(job.run, i, "end", laps)
     return result, laps, spans + [(_worker(), start, time.time(), job.part)]
 
 
