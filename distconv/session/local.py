@@ -31,8 +31,9 @@ def make_cluster(cfg: dict, security=None):
     scheduler and workers speak TLS and take only clients that hold its credentials."""
     kind, n, threads = workers_of(cfg)
     cfg = {**cfg, "dashboard_address": _free_dashboard(cfg["dashboard_address"])}
-    common = {k: cfg[k] for k in ("dashboard_address", "local_directory", "memory_limit")
-              if cfg[k] is not None}
+    common = {k: cfg[k] for k in ("local_directory", "memory_limit") if cfg[k] is not None}
+    # None is no dashboard (distributed's default instead listened on every interface)
+    common["dashboard_address"] = cfg["dashboard_address"]
     protocol = tls.protocol(cfg, security)
     if kind == "cuda":
         from dask_cuda import LocalCUDACluster
