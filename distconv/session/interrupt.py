@@ -27,9 +27,9 @@ def cli_policy():
     interrupted, the cluster's logs in this process stay silent and a second Ctrl-C ends the
     process with exit code 130. The SIGINT handler and the loggers' levels are given back when
     the block ends (a command ends its process inside it)."""
-    from ..engine.compute import CLUSTER_LOGGERS
-
     import logging
+
+    from ..engine.compute import CLUSTER_LOGGERS
 
     token = _cli.set(True)
     main = threading.current_thread() is threading.main_thread()

@@ -107,7 +107,7 @@ def serve(cfg: dict, path: str):
     try:
         if made:
             security.write(sec, folder)
-        with local_server(cfg) as warm, local.running(cfg, sec, fork=warm) as owned:
+        with local_server(cfg) as warm, local.running(cfg, sec, fork=warm, close_timeout=10) as owned:
             with Client(owned) as client:
                 doc = {"address": owned.scheduler_address, "dashboard": dashboard_link(client, cfg),
                        "pid": os.getpid(), "config": cfg, "started_at": time.time(),

@@ -56,9 +56,10 @@ def make_cluster(cfg: dict, security=None):
 
 
 @contextlib.contextmanager
-def running(cfg: dict, security=None, fork: bool = False):
-    """``cfg``'s local cluster for the block, closed after it; ``fork``: its workers fork from
-    the server that forkserver.py started (for this start only: a restarted worker spawns).
+def running(cfg: dict, security=None, fork: bool = False, close_timeout: float | None = None):
+    """``cfg``'s local cluster for the block, closed after it (within ``close_timeout`` seconds
+    when given); ``fork``: its workers fork from the server that forkserver.py started (for
+    this start only: a restarted worker spawns).
     What the start put in this process's environment (LocalCUDACluster sets a variable there)
     is given back once the cluster has closed, where the block left it as the start set it."""
     import dask
@@ -75,7 +76,7 @@ def running(cfg: dict, security=None, fork: bool = False):
         yield owned
     finally:
         try:
-            owned.close()
+            owned.close(timeout=close_timeout)
         finally:
             _give_back(before, started)
 
