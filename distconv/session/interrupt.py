@@ -18,30 +18,27 @@ import threading
 
 INTERRUPTED = 130  # the exit code of a command ended by Ctrl-C
 
-_cli = contextvars.ContextVar("distconv_cli_policy", default=False)
+# inside cli_policy: what its Ctrl-C changed (the SIGINT handler, the loggers' levels), to give back
+_cli = contextvars.ContextVar("distconv_cli_policy", default=None)
 
 
 @contextlib.contextmanager
 def cli_policy():
     """The command line's policy for Ctrl-C, for the clusters opened in the block: once
     interrupted, the cluster's logs in this process stay silent and a second Ctrl-C ends the
-    process with exit code 130. The SIGINT handler and the loggers' levels are given back when
-    the block ends (a command ends its process inside it)."""
+    process with exit code 130. What that changed is given back when the block ends (a
+    command ends its process inside it). Entering it imports nothing."""
     import logging
 
-    from ..engine.compute import CLUSTER_LOGGERS
-
-    token = _cli.set(True)
-    main = threading.current_thread() is threading.main_thread()
-    handler = signal.getsignal(signal.SIGINT) if main else None
-    levels = {name: logging.getLogger(name).level for name in CLUSTER_LOGGERS}
+    changed = {}
+    token = _cli.set(changed)
     try:
         yield
     finally:
         _cli.reset(token)
-        if main and handler is not None:
-            signal.signal(signal.SIGINT, handler)
-        for name, level in levels.items():
+        if "sigint" in changed:
+            signal.signal(signal.SIGINT, changed["sigint"])
+        for name, level in changed.get("levels", {}).items():
             logging.getLogger(name).setLevel(level)
 
 
@@ -51,11 +48,16 @@ def quiet_shutdown(client, workers: bool):
     distributed logs cancelled tasks, closed comms and workers it had to kill, here and
     (``workers``: processes of ours, about to close) in each worker, which say nothing the user
     needs."""
-    from ..engine.compute import quiet_logs, silence_logs
+    import logging
 
-    if _cli.get():
+    from ..engine.compute import CLUSTER_LOGGERS, quiet_logs, silence_logs
+
+    changed = _cli.get()
+    if changed is not None:
         if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGINT, lambda *_: os._exit(INTERRUPTED))
+            previous = signal.signal(signal.SIGINT, lambda *_: os._exit(INTERRUPTED))
+            changed.setdefault("sigint", previous)
+        changed.setdefault("levels", {name: logging.getLogger(name).level for name in CLUSTER_LOGGERS})
         silence_logs()  # for the rest of the command: it ends with one line
         quiet = contextlib.nullcontext()
     else:
