@@ -144,3 +144,22 @@ def test_a_forkserver_of_someone_elses_is_neither_used_nor_stopped():
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.split("\n")[:2] == ["False False", "True ['json'] False"], res.stdout
+
+
+def test_the_warm_up_asked_of_a_running_scheduler_leaves_dask_config_alone():
+    """It connects from a thread of its own beside the command's check: its client is not
+    dask's default (one that failed to connect stayed so until it was collected)."""
+    import gc
+
+    import dask
+
+    from distconv.session.worker_imports import warm_workers
+
+    before = dask.config.config.copy()
+    assert warm_workers({"type": "address", "address": "tcp://127.0.0.1:1", "timeout": "1s"}) is False
+    for t in threading.enumerate():
+        if t.name == "distconv-warmup":
+            t.join(30)
+    assert dask.config.config == before
+    gc.collect()
+    assert dask.config.config == before

@@ -86,7 +86,8 @@ def register_warmup(cfg: dict, client=None):
         if client is not None:
             prewarm.register(client, *imports)  # first: the workers warm while the scheduler loads
             return placement.register(client)
-        with Client(cfg["address"], timeout=cfg["timeout"], security=of_config(cfg)) as own:
+        # not dask's default client: this thread's client must not change the process's config
+        with Client(cfg["address"], timeout=cfg["timeout"], security=of_config(cfg), set_as_default=False) as own:
             prewarm.register(own, *imports)
             placement.register(own)
     except Exception:  # noqa: BLE001 - a head start only
