@@ -12,6 +12,7 @@ import click
 
 from .session import command
 from .session.config import ClusterConfigError
+from .session.interrupt import cli_policy
 
 
 def _fail(msg: str):
@@ -55,7 +56,8 @@ def info(cluster_path):
 def run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, report_dir, dry_run):
     """Run batch workflows, in turn, on one cluster (started once for all of them)."""
     params = dict(locals())  # this command's arguments, for its body and the warm process
-    code = command.run(params)
+    with cli_policy():  # Ctrl-C: one line, exit 130, the cluster's logs silent meanwhile
+        code = command.run(params)
     if code:
         sys.exit(code)
 

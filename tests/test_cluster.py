@@ -81,7 +81,7 @@ def test_warm_workers_does_nothing_without_local_worker_processes(cfg):
     will reject (its error then comes from there, naming the key)."""
     import multiprocessing.forkserver as fs
 
-    from distconv.session.cluster import warm_workers
+    from distconv.session.worker_imports import warm_workers
 
     before = fs._forkserver._forkserver_pid
     assert warm_workers(cfg) is False
@@ -90,7 +90,8 @@ def test_warm_workers_does_nothing_without_local_worker_processes(cfg):
 
 WARMED = """
 import sys
-from distconv.session.cluster import cluster, warm_workers
+from distconv.session.cluster import cluster
+from distconv.session.worker_imports import warm_workers
 import numpy as np, scipy.ndimage as ndi
 if __name__ == "__main__":
     cfg = {"type": "cpu", "n_workers": 2, "threads_per_worker": 1, "dashboard_address": None}

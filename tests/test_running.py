@@ -25,7 +25,7 @@ def test_a_kept_cluster_serves_runs_and_stops(tmp_path):
     c.write_text("cluster:\n  type: cpu\n  n_workers: 1\n  threads_per_worker: 2\n"
                  "  dashboard_address: '127.0.0.1:0'\n")
     res = _cli(tmp_path, "cluster", "start", "--cluster", str(c))
-    assert res.returncode == 0 and "cluster started at tcp://" in res.stdout, res.stderr
+    assert res.returncode == 0 and "cluster started at tls://" in res.stdout, res.stderr
     pid = json.loads((tmp_path / "state" / "cluster.json").read_text())["pid"]
     try:
         again = _cli(tmp_path, "cluster", "start", "--cluster", str(c))
@@ -37,7 +37,7 @@ def test_a_kept_cluster_serves_runs_and_stops(tmp_path):
                       "steps:\n  - {op: gaussian_filter, sigma: 1.5}\noutputs:\n  path: out.zarr\n")
         run = _cli(tmp_path, "run", str(wf), "--cluster", str(c), "--no-progress")
         assert run.returncode == 0, run.stderr
-        assert "joined the running cluster at tcp://" in run.stdout, run.stdout
+        assert "joined the running cluster at tls://" in run.stdout, run.stdout
         x = zarr.open_array(str(tmp_path / "in.zarr"))[...]
         np.testing.assert_allclose(zarr.open_array(str(tmp_path / "out.zarr"))[...], ndi.gaussian_filter(x, 1.5),
                                    rtol=1e-5, atol=1e-5)

@@ -4,8 +4,9 @@ cluster `distconv run` would, from the same cluster config) in a process of its 
 the start-up again; `distconv cluster stop` ends it, `status` shows it.
 
 The running cluster is recorded in a small state file (record.py): its scheduler address,
-dashboard, process id and the resolved config it was started from. Beside it runs the warm
-process that `distconv run`s are handed to (warm.py).
+dashboard, process id and the resolved config it was started from. Its scheduler takes only
+clients holding the TLS credentials made for it, in files of the user's own beside the record
+(security.py). Beside it runs the warm process that `distconv run`s are handed to (warm.py).
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ import sys
 import time
 from pathlib import Path
 
-from . import handoff
-from .cluster import START_METHOD_KEY, dashboard_link, make_cluster, warm_workers
+from . import handoff, local, security
+from .cluster import dashboard_link
 from .config import ClusterConfigError, load_config
-from .record import comparable, recorded, state_path
+from .record import comparable, credentials_dir, recorded, state_path
+from .worker_imports import local_server
 
 
 def start(config=None, timeout: float = 120.0) -> dict:
@@ -72,6 +74,7 @@ def stop(timeout: float = 30.0) -> dict | None:
     else:
         os.kill(pid, signal.SIGKILL)
     state_path().unlink(missing_ok=True)
+    security.remove(credentials_dir())
     return doc
 
 
@@ -84,7 +87,7 @@ def status() -> dict | None:
 
     from ..engine.dashboard import page_url
 
-    with Client(doc["address"], timeout="5s") as client:
+    with Client(doc["address"], timeout="5s", security=security.of_record(doc, doc["config"])) as client:
         info = client.scheduler_info()["workers"]
     # the page's address, also for a cluster a version before it recorded dask's /status
     return {**doc, "dashboard": page_url(doc["dashboard"]), "workers": {w.get("name", a): {"threads": w.get("nthreads"), "memory": w.get("memory_limit"),
@@ -94,30 +97,35 @@ def status() -> dict | None:
 
 def serve(cfg: dict, path: str):
     """The kept cluster's process: start it, record it, run until SIGTERM, then close it."""
-    import contextlib
     import threading
 
-    import dask
     from distributed import Client  # its config loaded before a key of it is set and unset below
 
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     server = _start_warm(path)  # its imports run while the cluster starts
-    warm = warm_workers(cfg)
-    with dask.config.set({START_METHOD_KEY: "forkserver"}) if warm else contextlib.nullcontext():
-        owned = make_cluster(cfg)
-    with Client(owned) as client:
-        doc = {"address": owned.scheduler_address, "dashboard": dashboard_link(client, cfg),
-               "pid": os.getpid(), "config": cfg, "started_at": time.time(), **_listening(server)}
-    tmp = Path(path).with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc))
-    tmp.replace(path)  # whole or absent: start() reads it
-    while not stopping.wait(0.5):
-        pass
-    if server:
-        server[0].terminate()
-    owned.close(timeout=10)
-    Path(path).unlink(missing_ok=True)
+    sec = security.for_cluster(cfg)
+    made = sec is not None and security.of_config(cfg) is None  # made for this cluster: joiners read the files
+    folder = credentials_dir(path)
+    try:
+        if made:
+            security.write(sec, folder)
+        with local_server(cfg) as warm, local.running(cfg, sec, fork=warm, close_timeout=10) as owned:
+            with Client(owned) as client:
+                doc = {"address": owned.scheduler_address, "dashboard": dashboard_link(client, cfg),
+                       "pid": os.getpid(), "config": cfg, "started_at": time.time(),
+                       "tls": str(folder) if made else None, **_listening(server)}
+            tmp = Path(path).with_suffix(".tmp")
+            tmp.write_text(json.dumps(doc))
+            tmp.replace(path)  # whole or absent: start() reads it
+            while not stopping.wait(0.5):
+                pass
+            if server:
+                server[0].terminate()
+    finally:
+        Path(path).unlink(missing_ok=True)
+        if made:
+            security.remove(folder)
 
 
 def _listening(server, timeout: float = 60.0) -> dict:

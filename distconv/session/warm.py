@@ -15,6 +15,7 @@ import socket
 import sys
 
 from . import command
+from .interrupt import cli_policy
 
 # what a run imports, imported once by the server before it forks children
 PRELOAD = ("distconv.session.command", "distconv.batch", "distconv.ops.registry", "distconv.ops.stores",
@@ -135,8 +136,10 @@ def _child(request: dict, fds: list, sockets: list):
             sys.modules["zarr"].config.refresh()
         params = {**request["params"], "workflow_paths": tuple(request["params"]["workflow_paths"])}
         try:
-            # the command's own body, as the CLI calls it; handed over, it is not handed on
-            code = command.run(params, handed_start=float(request["started"]))
+            # the command's own body, as the CLI calls it (its Ctrl-C policy too); handed over,
+            # it is not handed on
+            with cli_policy():
+                code = command.run(params, handed_start=float(request["started"]))
         except SystemExit as e:
             code = command.exit_code(e)
         except Exception:  # noqa: BLE001 - the run's own handler missed it: show it, exit 1

@@ -1,0 +1,94 @@
+"""What Ctrl-C inside a cluster's block does to the process around it.
+
+A library leaves the process as it found it: after Ctrl-C the cluster's loggers are quiet
+while the cluster closes, then as they were; the SIGINT handler is never touched (a notebook's
+next Ctrl-C interrupts its next cell, as ever); filters distconv put on the cluster's loggers
+come off with the cluster. Only the command line sets a policy for its process
+(``cli_policy``): it ends with one line after Ctrl-C, so the cluster's logs stay quiet until
+it exits and a second Ctrl-C while the cluster closes ends it at once with 130.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import signal
+import threading
+
+INTERRUPTED = 130  # the exit code of a command ended by Ctrl-C
+
+# inside cli_policy: what its Ctrl-C changed (the SIGINT handler, the loggers' levels), to give back
+_cli = contextvars.ContextVar("distconv_cli_policy", default=None)
+
+
+@contextlib.contextmanager
+def cli_policy():
+    """The command line's policy for Ctrl-C, for the clusters opened in the block: once
+    interrupted, the cluster's logs in this process stay silent and a second Ctrl-C ends the
+    process with exit code 130. What that changed is given back when the block ends (a
+    command ends its process inside it). Entering it imports nothing."""
+    import logging
+
+    changed = {}
+    token = _cli.set(changed)
+    try:
+        yield
+    finally:
+        _cli.reset(token)
+        if "sigint" in changed:
+            signal.signal(signal.SIGINT, changed["sigint"])
+        for name, level in changed.get("levels", {}).items():
+            logging.getLogger(name).setLevel(level)
+
+
+@contextlib.contextmanager
+def quiet_shutdown(client, workers: bool):
+    """The block in which an interrupted cluster closes: workers were stopped mid-task, and
+    distributed logs cancelled tasks, closed comms and workers it had to kill, here and
+    (``workers``: processes of ours, about to close) in each worker, which say nothing the user
+    needs."""
+    import logging
+
+    from ..engine.compute import CLUSTER_LOGGERS, quiet_logs, silence_logs
+
+    changed = _cli.get()
+    if changed is not None:
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGINT, lambda *_: os._exit(INTERRUPTED))
+            changed.setdefault("sigint", previous)
+        changed.setdefault("levels", {name: logging.getLogger(name).level for name in CLUSTER_LOGGERS})
+        silence_logs()  # for the rest of the command: it ends with one line
+        quiet = contextlib.nullcontext()
+    else:
+        quiet = quiet_logs()
+    with quiet:
+        if workers:
+            try:
+                client.run(silence_logs, on_error="ignore")
+            except Exception:  # noqa: BLE001 - a worker already gone: nothing of its to silence
+                pass
+        yield
+
+
+@contextlib.contextmanager
+def own_filters_removed():
+    """Filters of distconv's put on the cluster's loggers while the block runs (the engine
+    drops what a stopped job's abandoned gathers log when collected) taken off after it."""
+    import gc
+    import logging
+
+    from ..engine.compute import CLUSTER_LOGGERS
+
+    before = {name: list(logging.getLogger(name).filters) for name in CLUSTER_LOGGERS}
+    try:
+        yield
+    finally:
+        added = {name: [f for f in logging.getLogger(name).filters
+                        if f not in old and type(f).__module__.startswith("distconv.")]
+                 for name, old in before.items()}
+        if any(added.values()):
+            gc.collect()  # what they filter is logged as it is collected: now, while they are on
+        for name, filters in added.items():
+            for f in filters:
+                logging.getLogger(name).removeFilter(f)

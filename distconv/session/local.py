@@ -1,0 +1,112 @@
+"""The local cluster a cluster config starts: its kind (config.py), its workers, the
+credentials its scheduler takes (security.py), its dashboard's port; and the process's
+environment given back as found once it has closed."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+from . import security as tls
+from .config import resolve_type
+from .forkserver import START_METHOD_KEY
+
+
+def workers_of(cfg: dict) -> tuple:
+    """(kind, workers, threads per worker) of the local cluster ``cfg`` starts: 'cuda', one
+    worker per visible GPU (or n_workers), 8 threads each; 'cpu', up to 4 workers sharing the
+    cores."""
+    kind = resolve_type(cfg)
+    if kind == "cuda":
+        from ..backends.devices import gpu_count
+
+        return kind, cfg["n_workers"] or gpu_count(), cfg["threads_per_worker"] or 8
+    cores = os.cpu_count() or 1
+    n = cfg["n_workers"] or min(4, cores)
+    return kind, n, cfg["threads_per_worker"] or max(1, cores // n)
+
+
+def make_cluster(cfg: dict, security=None):
+    """Start ``cfg``'s LocalCUDACluster or LocalCluster; with ``security`` (security.py) its
+    scheduler and workers speak TLS and take only clients that hold its credentials."""
+    kind, n, threads = workers_of(cfg)
+    cfg = {**cfg, "dashboard_address": _free_dashboard(cfg["dashboard_address"])}
+    common = {k: cfg[k] for k in ("local_directory", "memory_limit") if cfg[k] is not None}
+    # None is no dashboard (distributed's default instead listened on every interface)
+    common["dashboard_address"] = cfg["dashboard_address"]
+    protocol = tls.protocol(cfg, security)
+    if kind == "cuda":
+        from dask_cuda import LocalCUDACluster
+
+        kw = {k: cfg[k] for k in ("device_memory_limit", "rmm_pool_size") if cfg[k] is not None}
+        if cfg["n_workers"]:
+            kw["n_workers"] = cfg["n_workers"]
+        # each worker page-locks the engine's staging as it starts (engine/prewarm.py)
+        return LocalCUDACluster(protocol=protocol, host=cfg["host"], threads_per_worker=threads,
+                                security=security, preload=["distconv.engine.prewarm"], **kw, **common)
+    from distributed import LocalCluster
+
+    if cfg["processes"]:
+        common["host"] = cfg["host"]  # in-process workers talk inproc://, no socket to bind
+        common["protocol"] = protocol
+        # a CPU cluster asked for on a GPU node runs its blocks on the CPUs: its workers see no GPU
+        common["env"] = {"CUDA_VISIBLE_DEVICES": ""}
+    return LocalCluster(n_workers=n, threads_per_worker=threads, processes=cfg["processes"],
+                        security=security, **common)
+
+
+@contextlib.contextmanager
+def running(cfg: dict, security=None, fork: bool = False, close_timeout: float | None = None):
+    """``cfg``'s local cluster for the block, closed after it (within ``close_timeout`` seconds
+    when given); ``fork``: its workers fork from the server that forkserver.py started (for
+    this start only: a restarted worker spawns).
+    What the start put in this process's environment (LocalCUDACluster sets a variable there)
+    is given back once the cluster has closed, where the block left it as the start set it."""
+    import dask
+
+    before = dict(os.environ)
+    try:
+        with dask.config.set({START_METHOD_KEY: "forkserver"}) if fork else contextlib.nullcontext():
+            owned = make_cluster(cfg, security)
+    except BaseException:
+        _give_back(before, dict(os.environ))
+        raise
+    started = dict(os.environ)
+    try:
+        yield owned
+    finally:
+        try:
+            owned.close(timeout=close_timeout)
+        finally:
+            _give_back(before, started)
+
+
+def _give_back(before: dict, started: dict):
+    """Undo the environment variables that the start changed from ``before`` to ``started``
+    (each one only where it still holds the start's value)."""
+    for key in set(before) | set(started):
+        if before.get(key) == started.get(key) or os.environ.get(key) != started.get(key):
+            continue
+        if key in before:
+            os.environ[key] = before[key]
+        else:
+            os.environ.pop(key, None)
+
+
+def _free_dashboard(address):
+    """The configured dashboard address, or the same host on a free port when that port is
+    taken (a second run at once): one line instead of distributed's four-line warning."""
+    if not address or ":" not in str(address):
+        return address
+    import socket
+
+    host, _, port = str(address).rpartition(":")
+    if not port.isdigit() or int(port) == 0:
+        return address
+    with socket.socket() as s:
+        try:
+            s.bind((host or "127.0.0.1", int(port)))
+        except OSError:
+            print(f"distconv: dashboard port {port} is in use; using a free port", flush=True)
+            return f"{host}:0"
+    return address
