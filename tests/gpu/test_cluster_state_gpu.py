@@ -20,6 +20,7 @@ CONFIG = {"type": "cuda", "n_workers": 1, "dashboard_address": None}
 @pytest.mark.parametrize("ending", ["done", "interrupt"])
 def test_a_gpu_cluster_leaves_the_process_as_found_and_takes_only_its_clients(ending):
     import dask.array as da
+    import dask_cuda  # noqa: F401  (its first import adds its own keys to dask's config: not ours)
     import scipy.ndimage as ndi
 
     before = _snapshot()
