@@ -4,9 +4,9 @@ filters over a footprint) from numba kernels (_kernels.py), one GIL release per 
 (the N-D kernels split a big block over the process's threads: _banded) and SIMD over the
 contiguous last axis. convolve.py and rank.py call here where ``reason()`` allows.
 
-Why: scipy's filters run one scalar loop per output element (~0.13 GB/s a core for a 5 x 5
-correlate), and numpy ufuncs over shifted slices take the GIL ~50 times a band, so they lose
-under 16 threads (benchmarks/NOTES.md, "The CPU path"). benchmarks/cpu_kernels.py measures both.
+Why: scipy's filters run one scalar loop per output element, and numpy ufuncs over shifted
+slices take the GIL ~50 times a band, so they lose under many threads. benchmarks/cpu_kernels.py
+measures both.
 
 What scipy computes, and so what the kernels compute (scipy/ndimage/src/ni_filters.c):
 
@@ -114,12 +114,11 @@ def _kernels():
 
 
 def warm() -> bool:
-    """Import numba and the kernels' module (1.9 s on a 16-core node, ~0.65 s here) without
-    compiling or loading any kernel: a process that does this before it forks its workers
-    (session.cluster's forkserver for CPU clusters) spares each of them the import at its first
-    block. Calls are left to the blocks: a call compiles every type it is not cached for (all
-    of the common ones took 15 s here, and after one run had cached only some, 15 s in the
-    server before a cluster came up). False without numba."""
+    """Import numba and the kernels' module (a slow import) without compiling or loading
+    any kernel: a process that does this before it forks its workers (session.forkserver's
+    server for CPU clusters) spares each of them the import at its first block. Calls are left
+    to the blocks: a call compiles every type it is not cached for, and compiling the common
+    ones here would hold the cluster's start. False without numba."""
     if not _HAVE_NUMBA:
         return False
     _kernels()
