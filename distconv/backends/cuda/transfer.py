@@ -1,10 +1,9 @@
 """Host <-> device copies through pinned (page-locked) host memory.
 
-cupy.asarray of a pageable array is tens of times slower than the same bytes from pinned
-memory. So every bulk transfer of the
-I/O path stages through pinned buffers (the I/O slots' kept ones from huge pages registered
-with CUDA, temporaries from cupy's pinned pool), and readers decode straight into them where
-they can.
+cupy.asarray of a pageable array is tens of times slower than the same bytes from pinned memory.
+So every bulk transfer of the I/O path stages through pinned buffers (the I/O slots' kept ones
+from huge pages registered with CUDA, temporaries from cupy's pinned pool), and readers decode
+straight into them where they can.
 """
 
 from __future__ import annotations
