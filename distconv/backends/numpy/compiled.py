@@ -51,9 +51,9 @@ EPS = float(np.finfo(np.float64).eps)
 # Below this many elements a block runs scipy: its time there is under ~1 ms, and the first
 # use of a kernel on a machine compiles for ~1-2 s (small tests and small arrays never do).
 MIN_SIZE = 1 << 15
-# measured against scipy on one core (float32): a median over 11 x 11 is 6.6x, 13 x 13 4.6x,
-# 15 x 15 2.3x scipy's (the network grows ~n log^2 n, scipy's select ~n); a min/max pass of
-# 127 along the last axis 1.9x, of 255 0.9x (it costs the size per element, scipy's ~2)
+# the largest windows where the kernels still beat scipy on one core: a rank filter up to
+# 15 x 15 (the network grows ~n log^2 n, scipy's select ~n); a min/max pass up to 127 along
+# the last axis (it costs the size per element, scipy's ~2)
 MAX_RANK_TAPS = 225
 MAX_EXTREMUM_SIZE = 127
 STRIP_BYTES = 24 << 10    # rank filters: n window rows of a strip of columns stay in L1
