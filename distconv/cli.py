@@ -137,9 +137,8 @@ def bench(args):
 
 def entry():
     """The ``distconv`` command: main(), then, once its streams are flushed, the process ends
-    without finalizing its interpreter (on one H200 that took ~0.4 s after a run: dask,
-    distributed, zarr and their threads torn down, though the run had closed its cluster and
-    written everything)."""
+    without finalizing its interpreter: tearing down dask, distributed, zarr and their threads
+    costs a noticeable pause, though the run has closed its cluster and written everything."""
     try:
         main()
         code = 0

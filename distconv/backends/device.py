@@ -116,7 +116,7 @@ class Cuda(Host):
         return zstd.available()
 
     def staging(self, slot, shape: tuple, dtype, name: str = "read") -> np.ndarray:
-        """The slot's pinned buffer (a pageable upload runs at ~1 GB/s on the H200s), kept and
+        """The slot's pinned buffer (a pageable upload is many times slower), kept and
         reused (a warm-up may page-lock it ahead of the blocks)."""
         from .cuda import transfer
 
@@ -202,7 +202,8 @@ class Cuda(Host):
 
     def reserve(self, nbytes: int):
         """Up to half the free device memory taken from the driver and touched once (a fresh
-        4 GiB took ~0.2 s at its first write on an H200), then kept by cupy's pool."""
+        allocation's first write is slow: paid here, before the blocks), then kept by cupy's
+        pool."""
         import cupy
 
         free, _ = cupy.cuda.runtime.memGetInfo()

@@ -14,12 +14,15 @@ accessor's ``to_zarr``).
 - process.py: what a process keeps between the blocks it runs, in one owner (STATE)
 - progress.py: a write's blocks and bytes shown as they finish (a bar, or a line every few seconds)
 - prewarm.py: a GPU worker's one-time costs (page-locked staging, nvCOMP's first calls) at its start
+- rehearsal.py: a job's first block run on zeros, so its kernels are in the node's cache first
+- dashboard.py: distconv's page on the scheduler's dashboard (its files in static/)
 - carries.py: a scan's carry across blocks
 - shards.py, plain_chunks.py, batches.py, chunk_heads.py: the store formats it reads and writes
 - storage.py (dask's reads and writes), location.py (local folders and object stores alike)
 - ownership.py (who may write an output: the path checks, the claim), marks.py (the owner and
   completion marks, changed by compare-and-swap: atomic.py), removal.py (what --overwrite may
-  remove), fencing.py (block writes that land only while their run owns the output)
+  remove), fencing.py (block writes that land only while their run owns the output), paths.py
+  (where a command may write: never over, around or inside what it reads)
 """
 
 # Names are loaded on first use (PEP 562), so that importing one module of the engine (a

@@ -1,14 +1,13 @@
 """Zarr's plain zstd chunks decoded on the GPU a batch of blocks at a time (the direct path's
 read stage for the layout zarr and dask write by default: unsharded 64 MiB chunks).
 
-nvCOMP decodes a 64 MiB zstd frame on one unit of the GPU in ~0.6 s, and a batch of up to ~190
-such frames in about the same 0.7-0.8 s (one H200); the host's 16 cores decode ~5 GB/s
-(NOTES.md, "End to end, round 7"). So the GPU pays only with many frames in flight: a worker's
-range of blocks is cut into batches (``plan``), and a process's Reader decodes several batches
-at once ahead of the blocks, each on its own stream, their chunk files read one batch at a time
-in block order (the first block waits for one batch's files only). A batch decodes its own
-blocks' chunk rows; a block's halo rows come from the neighbouring batch of its worker, so only
-a worker's first and last batch decode the chunk rows beyond its range.
+nvCOMP decodes a 64 MiB zstd frame on one unit of the GPU, slower than the host's cores, and a batch
+of up to ~190 such frames in about the same time as one. So the GPU pays only with many frames in
+flight: a worker's range of blocks is cut into batches (``plan``), and a process's Reader decodes
+several batches at once ahead of the blocks, each on its own stream, their chunk files read one
+batch at a time in block order (the first block waits for one batch's files only). A batch decodes
+its own blocks' chunk rows; a block's halo rows come from the neighbouring batch of its worker, so
+only a worker's first and last batch decode the chunk rows beyond its range.
 """
 
 from __future__ import annotations
@@ -121,8 +120,8 @@ class Reader:
     rows lie in and READ_AHEAD more of its worker, the lowest not started yet up to READ_AHEAD
     past its own, decoded on READERS threads; a batch is dropped once every block that reads
     it took it (or beyond KEEP). Lowest first, not just those after its own: dask hands a
-    worker's blocks over in no set order (on one H200 blocks 8..15 of 16 came first, and the
-    batches of 0..7 then started only once those were done)."""
+    worker's blocks over in no set order (the upper half of a worker's blocks may come first,
+    and the lower half's batches would then start only once those were done)."""
 
     def __init__(self):
         self._lock = threading.Lock()

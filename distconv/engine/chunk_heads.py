@@ -4,9 +4,9 @@ stream only.
 A block's lower halo is the first few rows of the chunk row below it. Decoding them through
 zarr decodes those whole chunks (64 MiB each as zarr and dask write by default: half a 1 GiB
 block's decode work per halo); a zstd frame decodes in order, so the first rows need only the
-frame's first blocks: ~0.3 ms and a few hundred KiB read per chunk instead of ~100 ms and the
-whole file (NOTES.md, "End to end, round 5"). Only for the plain layout (codecs bytes + zstd, no
-sharding, a regular grid); anything else is read through zarr.
+frame's first blocks: a few hundred KiB read and decoded per chunk instead of the whole file.
+Only for the plain layout (codecs bytes + zstd, no sharding, a regular grid); anything else is
+read through zarr.
 """
 
 from __future__ import annotations

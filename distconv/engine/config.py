@@ -12,11 +12,11 @@ from ..core import config as keys
 # (shard files, or zarr decoding on the CPU, into the slot's pinned staging), device (upload or
 # nvCOMP decode, the stencil, nvCOMP encode, download; DEVICE_BLOCKS at a time) and write (shard
 # files), so the stages of different blocks overlap. Each slot owns its pinned staging buffers
-# and stream. Read once per process, at its first block. Measured: NOTES.md, "End to end, round 4".
+# and stream. Read once per process, at its first block.
 IO_SLOTS = keys.IO_SLOTS.fallback(gpu=True)
 SLOTS_KEY = keys.IO_SLOTS.name
 # Blocks in their device stage at once per process (a dask-cuda worker owns one GPU), each on
-# its slot's stream. Measured: NOTES.md, round 4.
+# its slot's stream.
 DEVICE_BLOCKS = keys.DEVICE_BLOCKS.default
 DEVICE_KEY = keys.DEVICE_BLOCKS.name
 # Zarr's plain zstd chunks decoded by nvCOMP a batch of blocks at a time (engine/batches.py):
@@ -30,9 +30,8 @@ HOLD_KEY = keys.SCAN_HOLD_BYTES.name
 PREWARM_KEY = keys.PREWARM.name
 # The GIL switch interval of a process running blocks. A thread back from a blocking call
 # (a stream wait, a copy, a file read) waits until the thread holding the GIL lets go, up to
-# one interval; the device stage makes ~30 such calls per block. Measured beside a busy
-# Python thread (NOTES.md, H200): nvCOMP encode of 1 GiB 0.29 s at Python's default 5 ms,
-# 0.18 s at 1 ms, 0.16 s at 0.2 ms (= alone).
+# one interval; the device stage makes ~30 such calls per block, so beside a busy Python thread
+# Python's default 5 ms slows it markedly, while 0.2 ms runs it as fast as alone.
 SWITCH_INTERVAL_S = 2e-4
 
 
@@ -77,8 +76,8 @@ def _threads() -> int:
 
 @functools.cache
 def zarr_settings() -> dict:
-    """zarr config for the arrays the engine opens: the zarrs Rust codec pipeline (2.7x
-    zarr-python's reads, NOTES.md) when it imports. Applied while an array is opened (zarr
+    """zarr config for the arrays the engine opens: the zarrs Rust codec pipeline (much
+    faster reads than zarr-python's) when it imports. Applied while an array is opened (zarr
     picks an array's pipeline then), so the process's own zarr config is left as it was."""
     try:
         import zarrs  # noqa: F401

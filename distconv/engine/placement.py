@@ -36,8 +36,8 @@ class LooseRestrictions(SchedulerPlugin):
 def register(client):
     """LooseRestrictions and the dashboard's job page (dashboard.JobBoard) registered on
     ``client``'s scheduler (idempotent: once a scheduler). A
-    scheduler started by hand imports distconv's engine to load it (0.67 s on a 2-core box,
-    seconds where dask.array imports slowly): session.cluster asks for it as it connects, beside
+    scheduler started by hand imports distconv's engine to load it (seconds where dask.array
+    imports slowly): session.worker_imports asks for it as it connects, beside
     `distconv run`'s check, instead of inside the first job. A scheduler that cannot load
     distconv (a cluster it did not start) keeps distributed's own behaviour."""
     try:

@@ -3,9 +3,9 @@ zstd, as zarr and dask write by default) read as frames for the GPU's decoder.
 
 Each chunk file is one standard zstd frame of the chunk's C-order elements (edge chunks are
 stored whole), so a run of chunk rows is a run of frames in a shards.Layout whose shards are
-the chunks themselves. nvCOMP decodes a frame on one unit of the GPU (~0.1 GB/s for a 64 MiB
-frame) and a batch of up to ~190 of them in about the same 0.7-0.8 s (NOTES.md, "End to end,
-round 7"), so the direct path decodes many blocks' chunks in one batch (graph/batches.py).
+the chunks themselves. nvCOMP decodes a frame on one unit of the GPU, and a batch of up to ~190
+of them in about the time of one, so the direct path decodes many blocks' chunks in one batch
+(engine/batches.py).
 """
 
 from __future__ import annotations

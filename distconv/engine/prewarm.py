@@ -1,12 +1,11 @@
 """A GPU worker's one-time costs, paid as it starts instead of inside its first blocks.
 
 A fresh worker's first blocks page-lock their staging buffers (each I/O slot's encoded frames,
-~1 GiB; the batch reader's two file pieces) and make nvCOMP's first calls. On one H200 the first
-two blocks of a cold 8 GiB job spent 1.0-1.5 s in their encode against 0.25 s for later ones,
-and the first batch 0.6 s against 0.1 s in its upload (NOTES.md, 2026-11-24): page-locking
-serializes with the job's own CUDA calls. A GPU worker of a cluster distconv starts
-(session.cluster.make_cluster) runs ``warm`` in a thread from its start, beside its registration with
-the scheduler and the client's submission of the job; the blocks then find the buffers in place
+~1 GiB; the batch reader's two file pieces) and make nvCOMP's first calls, which made a cold
+job's first blocks several times slower than later ones: page-locking serializes with the job's
+own CUDA calls. A GPU worker of a cluster distconv starts (session.local.make_cluster preloads
+this module) runs ``warm`` in a thread from its start, beside its registration with the
+scheduler and the client's submission of the job; the blocks then find the buffers in place
 (the device object's staging hands one buffer per key, allocated once). dask config
 ``distconv.prewarm``: False turns it off (a worker that will run no engine job holds ~2.5 GiB
 of pinned host memory and up to 40 GiB of device memory in cupy's pool that it does not need).
@@ -74,10 +73,10 @@ async def warmed(timeout: float):
 
 def wait(client, timeout: float) -> dict:
     """Wait until every worker of ``client``'s cluster has ended its warm-up, at most about
-    ``timeout`` seconds. A warm-up still running holds its worker's GIL and event loop: a job
-    that arrived meanwhile paid it inside the job (2 x H100, hand-started workers: first run 1.49
-    GB/s against 6.32 on the second; NOTES.md). {worker: seconds waited, None where still
-    warming}; a worker that errs or does not answer is left out (this is a head start only)."""
+    ``timeout`` seconds. A warm-up still running holds its worker's GIL and event loop: a job that
+    arrived meanwhile paid it inside the job, which ran far slower than a second run. {worker:
+    seconds waited, None where still warming}; a worker that errs or does not answer is left out
+    (this is a head start only)."""
     try:
         # callback_timeout (Client.sync's): a worker that never answers does not hold the run
         return client.run(warmed, timeout, on_error="ignore", callback_timeout=timeout + 5)
@@ -90,7 +89,7 @@ class Warmup(WorkerPlugin):
     scheduler` and `dask cuda worker` started by hand, other nodes' workers), registered by the
     client as a worker plugin the moment it connects: each worker, and each that joins later,
     warms up once (the plugin is registered idempotent). Without it their first job paid it
-    inside its blocks: 4 x H100, 3.32 GB/s job against 9.28 on the second run (issue 52)."""
+    inside its blocks, far slower than a second run."""
 
     name = PLUGIN
     idempotent = True
@@ -110,8 +109,8 @@ def register(client, imports=(), gpu_imports=(), cpu_imports=()):
 
 def warm(imports=(), gpu_imports=(), cpu_imports=()):
     """Import what a block needs (``imports``, then ``gpu_imports`` on a worker with a GPU, else
-    ``cpu_imports``: what distconv's own workers import before they fork, session.cluster), then
-    page-lock the staging a GPU block uses and make nvCOMP's first calls; any failure is left
+    ``cpu_imports``: what distconv's own workers import before they fork,
+    session.worker_imports), then page-lock the staging a GPU block uses and make nvCOMP's first calls; any failure is left
     for the first block to meet (this is only a head start)."""
     import importlib
 

@@ -32,7 +32,7 @@ def fetch(job: Job, i: int, rows: tuple, slot: int, clock):
     this GPU through nvCOMP (the files read straight into pinned memory), as its batch's
     frames decoded on the device when the input is zarr's plain zstd chunks (batches.Reader), else
     as an array decoded by zarr (zarrs when installed; on a GPU straight into pinned memory: a
-    pageable upload runs at ~1 GB/s there), the halo rows shared with neighbouring blocks."""
+    pageable upload is many times slower), the halo rows shared with neighbouring blocks."""
     lo, r0, r1, hi = rows
     dev = device(job.gpu)
     src = input_array(job)
@@ -91,7 +91,7 @@ class EdgeRows:
     """Rows at the edges of the blocks this process decodes, handed to the neighbouring block.
 
     A block's halo rows lie in its neighbours' storage chunks; with 64 MiB chunks and 1 GiB
-    blocks, decoding them again doubled every block's decode work (NOTES.md). A lower halo (the
+    blocks, decoding them again doubled every block's decode work. A lower halo (the
     first rows of the chunks below) of a plain zstd array is decoded from the heads of those
     chunks alone (chunk_heads). Other halo rows: a block first promises its edge rows, decodes
     its own rows, then publishes the edges; a neighbour in flight in this process waits for

@@ -1,13 +1,12 @@
-"""A job's GPU kernels built before its blocks ask for them (issue 52).
+"""A job's GPU kernels built before its blocks ask for them.
 
-CuPy compiles a kernel at its first launch in a process (NVRTC) and keeps the binary in its
-kernel cache (backends.cuda.loader.cache_dir), which every process of the node reads. On a fresh
-node every worker of a new cluster compiled the same kernels at once inside its first blocks:
-one H100, 4 GiB, 8.1-8.4 s job against 1.6-1.7 s with the cache filled; four H100s 2.7-3.2 GB/s
-against 8.9 (NOTES.md, "The first run on a fresh node"). ``rehearse`` runs the device stage of
-a job's first block on zeros — the chain, the scan and its carry, the histogram, the encode — in
-a process of its own that `distconv run` starts while its cluster starts
-(session.cluster.KernelBuilds), so the blocks find every kernel they launch in the cache.
+CuPy compiles a kernel at its first launch in a process (NVRTC) and keeps the binary in its kernel
+cache (backends.cuda.loader.cache_dir), which every process of the node reads. On a fresh node every
+worker of a new cluster compiled the same kernels at once inside its first blocks, which made a
+first job several times slower than the same job with the cache filled. ``rehearse`` runs the device
+stage of a job's first block on zeros — the chain, the scan and its carry, the histogram, the encode
+— in a process of its own that `distconv run` starts while its cluster starts
+(session.builds.KernelBuilds), so the blocks find every kernel they launch in the cache.
 """
 
 from __future__ import annotations
@@ -32,8 +31,8 @@ MARKS = "distconv-rehearsed"  # the kernel cache's folder of rehearsed jobs' mar
 def rehearse(job: Job) -> dict:
     """Block 0's device stage of ``job`` on zeros of its exact shape and dtype, on this process's
     GPU: {"built": kernels added to the node's cache, "seconds": how long it took}. (Its parts
-    run one after another: with the chain and the encode in threads of their own, one H100's
-    blocks still built a kernel of the chain that the rehearsal had not; NOTES.md.)"""
+    run one after another: with the chain and the encode in threads of their own, the blocks
+    still built a kernel of the chain that the rehearsal had not.)"""
     dev = device(True)
     dev.zeros((1,), np.uint8)  # the CUDA context first, once
     before, t = dev.kernels_cached(), time.perf_counter()

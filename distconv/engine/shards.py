@@ -112,9 +112,9 @@ def shard_index(offsets, sizes) -> list:
 
 
 def file_pool(kind: str):
-    """Threads for shard file reads or writes (the GIL is released in the system calls: one
-    thread moved ~0.6 GB/s into tmpfs inside a job, NOTES.md). Reads and writes have a pool
-    each, so one block's reads never queue behind another block's writes."""
+    """Threads for shard file reads or writes (the GIL is released in the system calls, and one
+    thread alone moves too few bytes to keep the blocks fed). Reads and writes have a pool each,
+    so one block's reads never queue behind another block's writes."""
     from concurrent.futures import ThreadPoolExecutor
 
     return STATE.get(f"file {kind}s", lambda: ThreadPoolExecutor(FILE_THREADS, thread_name_prefix=f"distconv-{kind}"))

@@ -18,8 +18,8 @@ from . import config
 class Slots:
     """I/O slots handed out lowest block first, so a block's upper neighbour in this process
     holds a slot (and has promised its edge rows, read.EdgeRows) before the block itself does:
-    in FIFO order, blocks that reached the queue first took the slots, and half the upper
-    halos were decoded again from whole chunks (NOTES.md, round 5)."""
+    in FIFO order, blocks that reached the queue first took the slots, and many upper halos
+    were decoded again from whole chunks."""
 
     def __init__(self, n: int):
         self._free = list(range(n))

@@ -29,7 +29,7 @@ def open_array(path: str) -> da.Array:
     if not hasattr(node, "shape"):
         raise ValueError(f"input {path!r} is a group; name the array with 'variable'")
     # a sharded array's dask chunks are its shards: its inner chunks (~1 MiB in distconv's
-    # outputs) made a 16 GiB input ~16k dask chunks, and checking a workflow on them took ~1.3 s
+    # outputs) would make a big input thousands of dask chunks, slow to build and check
     return da.from_zarr(node, chunks=getattr(node, "shards", None) or node.chunks)
 
 

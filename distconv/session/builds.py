@@ -92,10 +92,10 @@ class KernelBuilds:
 
 
 def rehearsed_here() -> bool:
-    """Has this node rehearsed any job (a mark in its kernel cache)? Then `distconv run` starts
-    no rehearsal of its own: beside the check, its imports slowed the check by 1-2 s on one H100
-    (NOTES.md), and a job whose kernels are new to the node is rehearsed by one worker of each
-    host before its blocks (engine.compute.rehearse_on_hosts)."""
+    """Has this node rehearsed any job (a mark in its kernel cache)? Then `distconv run` starts no
+    rehearsal of its own: beside the check, its imports slow the check down, and a job whose kernels
+    are new to the node is rehearsed by one worker of each host before its blocks
+    (engine.compute.rehearse_on_hosts)."""
     from ..backends.cuda.loader import cache_dir
     from ..engine.rehearsal import MARKS  # (the engine: imported by the check anyway)
 

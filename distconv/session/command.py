@@ -226,7 +226,7 @@ def _timings(summary: dict, started: float, checked: float, cluster_up: float, h
     submitted = summary.pop("submitted_at", None)
     if first is not None:
         summary["startup_s"] = round(first - started, 2)
-        # where the start-up went, seconds since the process started (NOTES.md, issue 13)
+        # where the start-up went, seconds since the process started
         summary["startup"] = {k: round(v - started, 2) for k, v in (
             ("checked", checked), ("cluster_up", cluster_up), ("submitted", submitted),
             ("first_task", first)) if v is not None}

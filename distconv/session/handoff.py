@@ -1,15 +1,14 @@
 """A `distconv run` handed to the process kept warm beside a kept cluster: the caller's side.
 
-Most of a run's start-up on a kept cluster was this process importing what a run imports
-(dask.array with xarray, pandas, scipy and cupy; distributed; zarr: ~1.4 s of ~1.9 on one H200
-node). `distconv cluster start` therefore also starts a warm process (warm.py) that has imported
-all of it once; `distconv run` (``forward``), when the kept cluster is the one its cluster config
-would join, passes it its arguments, working directory, environment and its terminal's stdin,
-stdout and stderr, and waits. The warm process forks a child per run that takes those over and
-runs the same command body a fresh process would (command.py: the workflow checked first, the
-same messages, exit codes and progress on the same terminal); Ctrl-C is passed on to the child.
-Anything that does not fit (no warm process, another Python or package, not Linux) runs in this
-process as before.
+Most of a run's start-up on a kept cluster is this process importing what a run imports (dask.array
+with xarray, pandas, scipy and cupy; distributed; zarr). `distconv cluster start` therefore also
+starts a warm process (warm.py) that has imported all of it once; `distconv run` (``forward``), when
+the kept cluster is the one its cluster config would join, passes it its arguments, working
+directory, environment and its terminal's stdin, stdout and stderr, and waits. The warm process
+forks a child per run that takes those over and runs the same command body a fresh process would
+(command.py: the workflow checked first, the same messages, exit codes and progress on the same
+terminal); Ctrl-C is passed on to the child. Anything that does not fit (no warm process, another
+Python or package, not Linux) runs in this process as before.
 
 Requests come over a Unix socket of the user's own (mode 0600, peer credentials checked).
 """

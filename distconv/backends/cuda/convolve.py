@@ -81,7 +81,7 @@ def _correlate(tile: Tile, weights: np.ndarray, mode: str, cval: float, origin: 
 
 
 # A long 1-D correlate runs its interior as rows of FOLD_ROW outputs (a multiple of the tiled
-# kernel's tile width) when that makes at least FOLD_MIN_TILES row tiles (NOTES.md, round 8).
+# kernel's tile width) when that makes at least FOLD_MIN_TILES row tiles (below that, folding does not pay).
 FOLD_ROW = 8192
 FOLD_MIN_TILES = 4
 
@@ -243,14 +243,14 @@ def slides(T, KD: int, KH: int, KW: int) -> bool:
 def slide_shape(T, KD: int, KH: int, KW: int) -> tuple:
     """distconv_correlate_slide3d's (BX, BY, PX, PY): 32 x 8 threads of 4 columns by one row, two
     rows for small masks (staging and taps shared by more outputs; bigger masks' KD sets of
-    accumulators leave no registers for a second row: ptxas sweep, NOTES.md)."""
+    accumulators leave no registers for a second row without spilling)."""
     return 32, 8, 4, 2 if KD * KH * KW <= SLIDE_TWO_ROWS else 1
 
 
 def slide_planes(KD: int) -> int:
     """Output planes per block of distconv_correlate_slide3d: it stages KD - 1 planes more than
-    it writes, so deeper masks take longer runs (fewer blocks); 3x3x3: 1.26 ms per GiB at 32,
-    1.46 at 64; 5x5x5: 3.12 and 3.02 ms (H200, NOTES.md)."""
+    it writes, so deeper masks take longer runs (fewer blocks): a 3-deep mask is faster at 32
+    planes, deeper ones at 64."""
     return 32 if KD <= 3 else 64
 
 

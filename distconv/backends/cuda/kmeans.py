@@ -14,7 +14,7 @@ BLOCK = loader.define("DC_BLOCK")  # threads per block, from kernels/common.cuh
 TC_WARPS = loader.define("DC_KM_TC_WARPS")
 KPAD = loader.define("DC_KM_TC_KPAD")
 # distconv_kmeans_assign_tc<MT, NW>: 16*MT descriptors a block, NW*8 centroids a warp's group.
-# MT 8 while a block's split rows take <= 64 KiB (3 blocks per SM), else 4 (NOTES.md, round 8).
+# MT 8 while a block's split rows take <= 64 KiB (3 blocks per SM still fit), else 4.
 TC_SHAPES = ((8, 2), (4, 2))
 TC_BLOCK_BYTES = 64 * 1024
 

@@ -1,7 +1,7 @@
 """nvCOMP's batched zstd through its C API (ctypes), for backends/cuda/zstd.py.
 
 Why not nvidia-nvcomp's Python Codec: its encode held the GIL until the GPU had compressed the
-whole batch (~0.13 s per GiB, py-spy, NOTES.md), stalling every file read and write of the
+whole batch, stalling every file read and write of the
 process meanwhile. These calls only enqueue work on a stream, and ctypes lets go of the GIL
 around each; the caller waits on the stream through cupy (which lets go of it too).
 

@@ -11,7 +11,7 @@ from .types import ctype
 
 # elements per thread in a row tile, by sizeof(T): 4-byte scans take 32 KiB tiles (the most
 # static shared memory allows), one look-back per 32 KiB: 16 KiB tiles spent their time at the
-# barrier behind the look-back (scan1d 1.25 -> 0.91 ms per GiB on H200, NOTES.md); 8-byte scans
+# barrier behind the look-back; 8-byte scans
 # keep 16 KiB (64-bit sums over 16 items spilled on sm_80 while a thread held its items in
 # registers; not measured since it reads them from shared memory)
 ROWS_ITEMS = {4: 32, 8: 8}

@@ -17,9 +17,8 @@ from .types import ctype, scalar, taps
 
 MAX_SEPARABLE = loader.define("DC_SEP_MAX_TAPS")
 # Two float32 passes of at most this many taps run as one 2-D correlate of their outer product
-# (register-tiled kernel: 3x3 68 %, 5x5 58 % of copy on H200) instead of the fused separable
-# pass (52 % and 49 % there: NOTES.md, "Round 2 of the kernels"): few taps, so the 2-D window
-# costs fewer reads of shared memory than the two passes' extra intermediate tile.
+# (the register-tiled kernel) instead of the fused separable pass, which it outruns: few taps,
+# so the 2-D window costs fewer reads of shared memory than the two passes' extra intermediate tile.
 SHORT_PAIR = 5
 
 
@@ -79,7 +78,7 @@ PAIR_SECOND = 5
 PAIR_PASS = 17
 PAIR_COUNT_SMEM = 32 * 1024  # shared memory for its counters at most (else the steps run)
 # privatized copies of the counters per block (fewer when the bins need the room): 4 keep four
-# blocks per SM as the written pair has; 8 cost one (2.27 vs 1.80 ms per GiB on H200, NOTES.md)
+# blocks per SM as the written pair has; 8 cost one, which runs slower
 PAIR_COPIES = 4
 
 

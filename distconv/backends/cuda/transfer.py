@@ -1,10 +1,9 @@
 """Host <-> device copies through pinned (page-locked) host memory.
 
-Measured on the 2 x H200 node: cupy.asarray of a pageable 1 GiB array moves 0.96 GB/s, the
-same bytes from pinned memory 55 GB/s (benchmarks/NOTES.md). So every bulk transfer of the
-I/O path stages through pinned buffers (the I/O slots' kept ones from huge pages registered
-with CUDA, temporaries from cupy's pinned pool), and readers decode straight into them where
-they can.
+cupy.asarray of a pageable array is tens of times slower than the same bytes from pinned memory.
+So every bulk transfer of the I/O path stages through pinned buffers (the I/O slots' kept ones
+from huge pages registered with CUDA, temporaries from cupy's pinned pool), and readers decode
+straight into them where they can.
 """
 
 from __future__ import annotations
@@ -31,10 +30,10 @@ def pinned_empty(shape, dtype) -> np.ndarray:
 def kept_pinned(nbytes: int) -> np.ndarray:
     """A uint8 array of ``nbytes`` on page-locked host memory, for a buffer kept and reused:
     anonymous memory asked for in huge pages, first written by several threads at once (the
-    kernel zeroes each page as it is first touched), then registered with CUDA. One H200 node,
-    1 GiB: 0.21-0.26 s against 0.57 s through cudaHostAlloc (cupy's pinned pool) one page at a
-    time on one thread; copies 54 GB/s either way (NOTES.md). Unregistered and unmapped once
-    no view of it is left; cupy's pinned pool where the registration fails."""
+    kernel zeroes each page as it is first touched), then registered with CUDA: about twice as
+    fast to set up as cudaHostAlloc (cupy's pinned pool), which touches one page at a time on one
+    thread, and copies as fast. Unregistered and unmapped once no view of it is left; cupy's
+    pinned pool where the registration fails."""
     import ctypes
     import mmap
 

@@ -4,9 +4,9 @@ filters over a footprint) from numba kernels (_kernels.py), one GIL release per 
 (the N-D kernels split a big block over the process's threads: _banded) and SIMD over the
 contiguous last axis. convolve.py and rank.py call here where ``reason()`` allows.
 
-Why: scipy's filters run one scalar loop per output element (~0.13 GB/s a core for a 5 x 5
-correlate), and numpy ufuncs over shifted slices take the GIL ~50 times a band, so they lose
-under 16 threads (benchmarks/NOTES.md, "The CPU path"). benchmarks/cpu_kernels.py measures both.
+Why: scipy's filters run one scalar loop per output element, and numpy ufuncs over shifted
+slices take the GIL ~50 times a band, so they lose under many threads. benchmarks/cpu_kernels.py
+measures both.
 
 What scipy computes, and so what the kernels compute (scipy/ndimage/src/ni_filters.c):
 
@@ -51,9 +51,9 @@ EPS = float(np.finfo(np.float64).eps)
 # Below this many elements a block runs scipy: its time there is under ~1 ms, and the first
 # use of a kernel on a machine compiles for ~1-2 s (small tests and small arrays never do).
 MIN_SIZE = 1 << 15
-# measured against scipy on one core (float32): a median over 11 x 11 is 6.6x, 13 x 13 4.6x,
-# 15 x 15 2.3x scipy's (the network grows ~n log^2 n, scipy's select ~n); a min/max pass of
-# 127 along the last axis 1.9x, of 255 0.9x (it costs the size per element, scipy's ~2)
+# the largest windows where the kernels still beat scipy on one core: a rank filter up to
+# 15 x 15 (the network grows ~n log^2 n, scipy's select ~n); a min/max pass up to 127 along
+# the last axis (it costs the size per element, scipy's ~2)
 MAX_RANK_TAPS = 225
 MAX_EXTREMUM_SIZE = 127
 STRIP_BYTES = 24 << 10    # rank filters: n window rows of a strip of columns stay in L1
@@ -114,12 +114,11 @@ def _kernels():
 
 
 def warm() -> bool:
-    """Import numba and the kernels' module (1.9 s on a 16-core node, ~0.65 s here) without
-    compiling or loading any kernel: a process that does this before it forks its workers
-    (session.cluster's forkserver for CPU clusters) spares each of them the import at its first
-    block. Calls are left to the blocks: a call compiles every type it is not cached for (all
-    of the common ones took 15 s here, and after one run had cached only some, 15 s in the
-    server before a cluster came up). False without numba."""
+    """Import numba and the kernels' module (a slow import) without compiling or loading
+    any kernel: a process that does this before it forks its workers (session.forkserver's
+    server for CPU clusters) spares each of them the import at its first block. Calls are left
+    to the blocks: a call compiles every type it is not cached for, and compiling the common
+    ones here would hold the cluster's start. False without numba."""
     if not _HAVE_NUMBA:
         return False
     _kernels()

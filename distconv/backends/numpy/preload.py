@@ -1,4 +1,4 @@
-"""Imported by the process CPU workers fork from (session.cluster's forkserver): numba and the
+"""Imported by the process CPU workers fork from (session.forkserver): numba and the
 compiled kernels' module imported once there (compiled.warm) instead of in every worker at its
 first block; a machine without numba imports nothing more."""
 
