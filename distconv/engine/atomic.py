@@ -151,20 +151,28 @@ def create(path: str, data: bytes) -> bool:
         return True
     fs, key = _fs(path)
     if _protocol(fs) in ("s3", "s3a"):
-        try:
-            fs.pipe_file(key, data, mode="create")
-        except FileExistsError:
-            return False
-        except OSError as e:
-            if _s3_conflict(e):
-                return False
-            raise
-        return True
+        return _s3_put(fs, key, data, mode="create")
     with _memory:
         if fs.exists(key):
             return False
         fs.pipe_file(key, data)
         return True
+
+
+def _s3_put(fs, key: str, data: bytes, **condition) -> bool:
+    """A conditional put (``mode="create"``: If-None-Match, ``IfMatch``: the version read); False
+    when the condition failed, nothing written."""
+    # a create finds the file there; a replace finds it gone
+    failed = FileExistsError if condition.get("mode") == "create" else FileNotFoundError
+    try:
+        fs.pipe_file(key, data, **condition)
+    except failed:
+        return False
+    except OSError as e:
+        if _s3_conflict(e):
+            return False
+        raise
+    return True
 
 
 def replace(path: str, data: bytes, version) -> bool:
@@ -184,15 +192,7 @@ def replace(path: str, data: bytes, version) -> bool:
             return True
     fs, key = _fs(path)
     if _protocol(fs) in ("s3", "s3a"):
-        try:
-            fs.pipe_file(key, data, IfMatch=version)
-        except FileNotFoundError:
-            return False
-        except OSError as e:
-            if _s3_conflict(e):
-                return False
-            raise
-        return True
+        return _s3_put(fs, key, data, IfMatch=version)
     with _memory:
         try:
             if fs.cat_file(key) != version:
