@@ -467,9 +467,9 @@ def test_the_workers_server_imports_numba_and_compiles_nothing_before_it_forks()
     import subprocess
     import sys
 
-    from distconv.session import cluster
+    from distconv.session import worker_imports
 
-    assert "distconv.backends.numpy.preload" in cluster.CPU_WORKER_IMPORTS
+    assert "distconv.backends.numpy.preload" in worker_imports.CPU_WORKER_IMPORTS
     code = ("import sys, distconv.backends.numpy.preload\nfrom distconv.backends.numpy import _kernels as k\n"
             "print('numba' in sys.modules, len(k.correlate_nd.signatures), len(k.rank_nd.signatures))")
     res = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=600)

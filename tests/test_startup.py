@@ -55,3 +55,21 @@ def test_one_plan_per_workflow_in_a_command(tmp_path, monkeypatch, capsys):
     for name, sigma in (("a", 1.0), ("b", 2.0)):
         want = ndi.correlate(ndi.gaussian_filter(x, sigma), w, mode="nearest")
         np.testing.assert_allclose(zarr.open_array(str(tmp_path / f"{name}.zarr"))[...], want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_failed_check_leaves_no_workers_server(tmp_path, capsys):
+    """The workers' server started beside the check ends with a command whose check failed (its
+    cluster never started), so the process is left as found."""
+    from multiprocessing import forkserver as mp_forkserver
+
+    from distconv.session import command, forkserver
+
+    before = getattr(mp_forkserver._forkserver, "_forkserver_pid", None)
+    (tmp_path / "wf.yaml").write_text("input:\n  path: in.zarr\n  synthetic: {shape: [8, 8], chunks: [4, 8]}\n"
+                                      "steps:\n  - {op: gaussian_filter, sigma: -1}\noutputs:\n  path: out.zarr\n")
+    (tmp_path / "cluster.yaml").write_text("cluster:\n  type: cpu\n  n_workers: 1\n  dashboard_address: '127.0.0.1:0'\n")
+    params = dict(workflow_paths=[str(tmp_path / "wf.yaml")], cluster_path=str(tmp_path / "cluster.yaml"),
+                  overwrite=False, resume=False, no_progress=True, json_path=None, report_dir=None)
+    assert command.run(params) == 2 and "sigma" in capsys.readouterr().err
+    assert forkserver._ours is None
+    assert getattr(mp_forkserver._forkserver, "_forkserver_pid", None) == before

@@ -188,6 +188,7 @@ def _stop(claim, client, futures) -> list:
         try:
             # only this run's futures, the last (the merge the others feed) first: a cancel reaching
             # a block's unwanted dependents (the merges below it) trips the scheduler's who_wants assert
+            futures = futures if isinstance(futures, list) else [futures]  # one graph: one future
             client.cancel(futures[-1:])
             client.cancel(futures[:-1])
             if claim is None:

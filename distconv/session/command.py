@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from . import handoff
+from . import forkserver, handoff
 from .builds import KernelBuilds, message
 from .cluster import cluster, warm_workers
 from .config import ClusterConfigError, load_config
@@ -55,6 +55,8 @@ def _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path
     finally:
         if builds is not None:
             builds.stop()
+        if warmed:  # started ahead for a cluster that did not start: ended, as the cluster would have
+            forkserver.release_unheld()
 
 
 def _checked_run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, current, started,

@@ -93,6 +93,14 @@ def serving(modules, env: dict):
                     _stop()
 
 
+def release_unheld():
+    """End our server if no cluster holds it: one started ahead for a cluster that never
+    started (a command whose check failed, or had nothing to run)."""
+    with _lock:
+        if _ours is not None and _ours["holders"] == 0:
+            _stop()
+
+
 def _stop():
     """End our server at once (it holds nothing to save: it never touched a GPU; left to
     itself it outlived the command, finalizing its imports with the command's stdout and
