@@ -16,7 +16,7 @@ import time
 import dask.array as da
 import numpy as np
 
-from ..engine import marks, ownership, storage
+from ..engine import fencing, marks, ownership, storage
 from ..engine.location import Location, join
 from .workflow import WorkflowError
 
@@ -78,20 +78,24 @@ def write(inp: dict, client=None, progress: bool = False) -> float:
     t0 = time.perf_counter()
     path, lazy = inp["path"], definition(inp)
     claim = ownership.claim(path, overwrite=True, key="input.path", who=WRITER, job=recorded(inp))
-    if "variable" in inp:
-        data, target = _dataset_frame(path, lazy, inp["variable"])
-    else:
-        data = lazy
-        target = storage.create(path, lazy.shape, inp["synthetic"]["chunks"], lazy.dtype)
-    shown = None
-    if progress:
-        print(f"distconv: writing the synthetic input {path} ({' x '.join(map(str, data.shape))} {data.dtype}, "
-              f"{data.nbytes / 1e6:.1f} MB)", flush=True)
-        shown = Progress(label="distconv: synthetic input")
-    _store(data, target, client, shown)
-    if "variable" in inp:
-        storage.consolidate(path)
-    marks.mark_complete(path, {"synthetic": True}, claim)
+    try:
+        if "variable" in inp:
+            data, target = _dataset_frame(path, lazy, inp["variable"])
+        else:
+            data = lazy
+            target = storage.create(path, lazy.shape, inp["synthetic"]["chunks"], lazy.dtype)
+        shown = None
+        if progress:
+            print(f"distconv: writing the synthetic input {path} ({' x '.join(map(str, data.shape))} "
+                  f"{data.dtype}, {data.nbytes / 1e6:.1f} MB)", flush=True)
+            shown = Progress(label="distconv: synthetic input")
+        _store(data, target, client, shown)
+        if "variable" in inp:
+            storage.consolidate(path)
+        marks.mark_complete(path, {"synthetic": True}, claim)
+    except BaseException:  # interrupted or failed: the lease ends, so the next run may write it again
+        fencing.stop(claim)
+        raise
     return time.perf_counter() - t0
 
 
