@@ -164,8 +164,14 @@ def _s3_put(fs, key: str, data: bytes, **condition) -> bool:
     when the condition failed, nothing written."""
     # a create finds the file there; a replace finds it gone
     failed = FileExistsError if condition.get("mode") == "create" else FileNotFoundError
+    return _s3_conditional(lambda: fs.pipe_file(key, data, **condition), failed)
+
+
+def _s3_conditional(call, failed) -> bool:
+    """``call()``, a conditional S3 request: False when its condition failed (``failed``, or
+    S3's 412/409 answer), True when it was done."""
     try:
-        fs.pipe_file(key, data, **condition)
+        call()
     except failed:
         return False
     except OSError as e:
@@ -234,15 +240,8 @@ def delete(path: str, version=None) -> bool:
         import fsspec.asyn
 
         bucket, k, _ = fs.split_path(key)
-        try:
-            fsspec.asyn.sync(fs.loop, fs._call_s3, "delete_object", Bucket=bucket, Key=k, IfMatch=version)
-        except FileNotFoundError:
-            return False
-        except OSError as e:
-            if _s3_conflict(e):
-                return False
-            raise
-        return True
+        return _s3_conditional(lambda: fsspec.asyn.sync(fs.loop, fs._call_s3, "delete_object", Bucket=bucket,
+                                                        Key=k, IfMatch=version), FileNotFoundError)
     with _memory if _protocol(fs) == "memory" else contextlib.nullcontext():
         try:
             if version is not None and fs.cat_file(key) != version:
