@@ -139,3 +139,41 @@ def hand_started(tmp_path, workers: int, *worker_args: str):
                 p.wait(timeout=30)
 
     return started()
+
+
+def stored_workflow(tmp_path, name: str, steps: list, x):
+    """A workflow ``name`` of ``steps`` over ``x`` stored as tmp_path/in.zarr (written once,
+    chunks of 8 rows), into tmp_path/out.zarr; loaded and checked."""
+    import yaml
+    import zarr
+
+    from distconv import batch
+
+    if not (tmp_path / "in.zarr").exists():
+        zarr.create_array(str(tmp_path / "in.zarr"), data=x, chunks=(8, x.shape[1]))
+    p = tmp_path / f"{name}.yaml"
+    p.write_text(yaml.safe_dump({"name": name, "input": {"path": "in.zarr"}, "steps": steps,
+                                 "outputs": {"path": "out.zarr"}}))
+    return batch.load(str(p))
+
+
+def claims_at_once(output: str) -> tuple[list, list]:
+    """Two threads claiming ``output`` at the same instant: (the claims got, the refusals' messages)."""
+    import threading
+
+    from distconv.engine import marks, ownership
+
+    start, got, refused = threading.Barrier(2), [], []
+
+    def one():
+        start.wait()
+        try:
+            got.append(ownership.claim(output))
+        except marks.OutputError as e:
+            refused.append(str(e))
+
+    threads = [threading.Thread(target=one) for _ in range(2)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    return got, refused
+

@@ -21,19 +21,14 @@ from distconv.engine import atomic, fencing, marks, ownership, storage
 from distconv.engine import job as engine_job
 from distconv.engine.marks import ASIDE, BLOCKS, COMPLETE, OWNER
 
-from .helpers import small_engine_blocks
+from .helpers import claims_at_once, small_engine_blocks, stored_workflow
 
 X = np.random.default_rng(61).standard_normal((96, 40)).astype(np.float32)
 DATE = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
 
 
 def _workflow(tmp_path, name, steps):
-    if not (tmp_path / "in.zarr").exists():
-        zarr.create_array(str(tmp_path / "in.zarr"), data=X, chunks=(8, 40))
-    p = tmp_path / f"{name}.yaml"
-    p.write_text(yaml.safe_dump({"name": name, "input": {"path": "in.zarr"}, "steps": steps,
-                                 "outputs": {"path": "out.zarr"}}))
-    return batch.load(str(p))
+    return stored_workflow(tmp_path, name, steps, X)
 
 
 # -- a stopped run's writes under way land nothing
@@ -149,19 +144,7 @@ def test_two_runs_claiming_one_output_at_once_get_it_once(tmp_path):
     told another run is writing it."""
     for trial in range(12):
         out = str(tmp_path / f"o{trial}")
-        start = threading.Barrier(2)
-        got, refused = [], []
-
-        def one():
-            start.wait()
-            try:
-                got.append(ownership.claim(out))
-            except marks.OutputError as e:
-                refused.append(str(e))
-
-        threads = [threading.Thread(target=one) for _ in range(2)]
-        [t.start() for t in threads]
-        [t.join() for t in threads]
+        got, refused = claims_at_once(out)
         assert len(got) == 1, (trial, got, refused)
         assert "another run is writing it" in refused[0]
         assert json.loads(Path(out, OWNER).read_text())["run"] == got[0].run
@@ -298,3 +281,18 @@ def test_a_python_write_that_failed_leaves_its_output_free_at_once(tmp_path, mon
     monkeypatch.setattr(storage, "write_dataset_frame", real)
     dc.to_zarr(ds, str(tmp_path / "ds.zarr"), overwrite=True)
     np.testing.assert_array_equal(xr.open_zarr(str(tmp_path / "ds.zarr")).t.values, X)
+
+
+def test_an_overwrite_keeps_a_stopped_runs_unconfirmed_writes_on_record(tmp_path):
+    """A stopped run whose writes were not confirmed ended is recorded in the owner mark; an
+    --overwrite that takes the output keeps that record (on object storage no run may then mark
+    it complete until the writes can no longer land)."""
+    out = str(tmp_path / "o.zarr")
+    first = ownership.claim(out)
+    fencing.stop(first)
+    fencing.unsettled(first, ["tcp://worker-a"])
+    recorded = json.loads(Path(out, OWNER).read_text())["unsettled"]
+    second = ownership.claim(out, overwrite=True)
+    mark = json.loads(Path(out, OWNER).read_text())
+    assert mark["run"] == second.run and mark["unsettled"] == recorded
+    fencing.stop(second)

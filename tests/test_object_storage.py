@@ -18,7 +18,7 @@ from distconv.batch import direct
 from distconv.engine.fencing import block_name
 from distconv.engine.marks import BLOCKS, COMPLETE, OWNER
 
-from .helpers import small_engine_blocks
+from .helpers import claims_at_once, small_engine_blocks
 
 pytest.importorskip("s3fs")
 moto_server = pytest.importorskip("moto.server")
@@ -215,8 +215,6 @@ def test_marks_change_by_compare_and_swap_on_s3(s3):
     """A conditional put: a mark is created once, replaced only while it is the version read;
     of two runs claiming one output at once one gets it; a completion mark written after
     another run claimed the output is refused and taken back."""
-    import threading
-
     from distconv.engine import atomic, fencing, marks, ownership
 
     base, fs, _ = s3
@@ -228,18 +226,7 @@ def test_marks_change_by_compare_and_swap_on_s3(s3):
     assert fs.cat_file(f"{bucket}/m") == b"three"
 
     out = f"{base}/out.zarr"
-    start, got, refused = threading.Barrier(2), [], []
-
-    def one():
-        start.wait()
-        try:
-            got.append(ownership.claim(out))
-        except marks.OutputError as e:
-            refused.append(str(e))
-
-    threads = [threading.Thread(target=one) for _ in range(2)]
-    [t.start() for t in threads]
-    [t.join() for t in threads]
+    got, refused = claims_at_once(out)
     assert len(got) == 1 and "another run is writing it" in refused[0], (got, refused)
     first = got[0]
     fencing.stop(first)

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.ndimage as ndi
-import yaml
 import zarr
 
 import distconv as dc
@@ -19,7 +18,7 @@ from distconv.engine import job as engine_job
 from distconv.engine import fencing, marks, ownership, storage
 from distconv.engine.marks import BLOCKS, COMPLETE, OWNER
 
-from .helpers import small_engine_blocks
+from .helpers import small_engine_blocks, stored_workflow
 
 X = np.random.default_rng(50).standard_normal((96, 40)).astype(np.float32)
 
@@ -30,12 +29,7 @@ def small_blocks(monkeypatch):
 
 
 def _workflow(tmp_path, name, steps):
-    if not (tmp_path / "in.zarr").exists():
-        zarr.create_array(str(tmp_path / "in.zarr"), data=X, chunks=(8, 40))
-    p = tmp_path / f"{name}.yaml"
-    p.write_text(yaml.safe_dump({"name": name, "input": {"path": "in.zarr"}, "steps": steps,
-                                 "outputs": {"path": "out.zarr"}}))
-    return batch.load(str(p))
+    return stored_workflow(tmp_path, name, steps, X)
 
 
 STARTED = threading.Event()  # a block has started (module-level: the graph pickles it by reference)

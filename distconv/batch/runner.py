@@ -84,24 +84,22 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     shown.phase("plan")
     claim = ownership.claim(str(out_path), overwrite, resume, job=job)
     try:
-        # an array keeps its input's dims and the attributes that describe its data
-        array_path, attrs, dims = plan.array_path, {**jsonable(array_attrs(wf)), **_attrs(wf)}, array_dims(wf)
-        if plan.frame is not None:  # a dataset in, a dataset out: xr.open_zarr(output) gives it back
-            array_path, attrs, dims = _dataset_frame(wf, plan.frame, claim.resuming)
-        plan.count(array_path, claim)
-        shown.phase("claim")
+        with fencing.stopped_on_failure(claim):
+            # an array keeps its input's dims and the attributes that describe its data
+            array_path, attrs, dims = plan.array_path, {**jsonable(array_attrs(wf)), **_attrs(wf)}, array_dims(wf)
+            if plan.frame is not None:  # a dataset in, a dataset out: xr.open_zarr(output) gives it back
+                array_path, attrs, dims = _dataset_frame(wf, plan.frame, claim.resuming)
+            plan.count(array_path, claim)
+            shown.phase("claim")
 
-        def write():
-            return engine.write(plan.engine, array_path, claim, client, attrs, dims, plan.codec,
-                                plan.storage_chunks, shown)
+            def write():
+                return engine.write(plan.engine, array_path, claim, client, attrs, dims, plan.codec,
+                                    plan.storage_chunks, shown)
 
-        step_seconds, results, stream, started = _compute(write, client, shown)
-        _finish(wf, array_path, plan.frame is not None, claim)
+            step_seconds, results, stream, started = _compute(write, client, shown)
+            _finish(wf, array_path, plan.frame is not None, claim)
     except marks.Superseded as e:  # another run claimed the output meanwhile
         raise WorkflowError(str(e)) from None
-    except BaseException:  # failed or interrupted before or after its blocks: its lease ends now
-        fencing.stop(claim)
-        raise
     hist = plan.histogram(results, client)  # counted in the job's time
     summary = _summary(wf, client, t0, plan.shape, plan.dtype, plan.bytes_in, plan.bytes_out, plan.skipped,
                        step_seconds, plan.says(results))

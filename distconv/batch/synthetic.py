@@ -78,7 +78,7 @@ def write(inp: dict, client=None, progress: bool = False) -> float:
     t0 = time.perf_counter()
     path, lazy = inp["path"], definition(inp)
     claim = ownership.claim(path, overwrite=True, key="input.path", who=WRITER, job=recorded(inp))
-    try:
+    with fencing.stopped_on_failure(claim):  # interrupted or failed: the next run may write it again
         if "variable" in inp:
             data, target = _dataset_frame(path, lazy, inp["variable"])
         else:
@@ -93,9 +93,6 @@ def write(inp: dict, client=None, progress: bool = False) -> float:
         if "variable" in inp:
             storage.consolidate(path)
         marks.mark_complete(path, {"synthetic": True}, claim)
-    except BaseException:  # interrupted or failed: the lease ends, so the next run may write it again
-        fencing.stop(claim)
-        raise
     return time.perf_counter() - t0
 
 

@@ -156,8 +156,9 @@ def compute(graph, client, claim: Claim | None, progress=None):
         except BaseException:
             _stop(claim, None, None)
             raise
-    futures = client.compute(graph)
+    futures = []
     try:
+        futures = client.compute(graph)  # (interrupted while submitting: what went is cancelled)
         if progress is not None:
             progress.watch(futures)
         return client.gather(futures)

@@ -110,6 +110,18 @@ def _relative(path: str, array: str) -> str:
     return str(path)[len(str(array).rstrip("/")) + 1:].replace("\\", "/")
 
 
+@contextlib.contextmanager
+def stopped_on_failure(claim: Claim):
+    """The block in which ``claim``'s run works: failed or interrupted there (its completion
+    refused included), the run is stopped at once, so its lease does not keep the output from
+    the next run until it lapses."""
+    try:
+        yield claim
+    except BaseException:
+        stop(claim)
+        raise
+
+
 def stop(claim: Claim | None):
     """Name no run in the owner mark (when it is still ``claim``'s): blocks of the run that
     have not moved their files into place will not. The token stays, so --resume keeps its

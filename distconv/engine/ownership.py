@@ -153,7 +153,9 @@ def claim(output: str, overwrite: bool = False, resume: bool = False, key: str =
         if action == "replace":
             def take():
                 return removal.remove_owned(output, key, marks.lease(run), version) and marks.update(
-                    output, lambda d: {**fresh, "since": d.get("since", fresh["since"])}
+                    output, lambda d: {**fresh, "since": d.get("since", fresh["since"]),
+                                       # a stopped run's writes not confirmed ended: still to wait out
+                                       **({"unsettled": d["unsettled"]} if "unsettled" in d else {})}
                     if d.get("run") == run else None) is not None
         else:
             p.make_dir()

@@ -91,9 +91,10 @@ def to_zarr(x, path: str, *, overwrite: bool = False, client=None, progress: boo
                         chunks)[x.name or "data"]
     stored = _array_chunks(chunks, np.shape(x))
     claim = _claim(path, overwrite)
-    report = _array(x, path, client, claim, attrs={}, dims=None, progress=progress,
-                    layout=None if stored is None else Stored(stored, None))
-    marks.mark_complete(path, {"by": "dc.to_zarr"}, claim)
+    with fencing.stopped_on_failure(claim):
+        report = _array(x, path, client, claim, attrs={}, dims=None, progress=progress,
+                        layout=None if stored is None else Stored(stored, None))
+        marks.mark_complete(path, {"by": "dc.to_zarr"}, claim)
     return report
 
 
@@ -108,7 +109,7 @@ def _dataset(ds, path: str, overwrite: bool, client, progress: bool = False, chu
     layouts = _layouts(ds, chunks)  # (checks ``chunks`` before anything is written)
     claim = _claim(path, overwrite)
     names = [str(n) for n in ds.data_vars]
-    try:
+    with fencing.stopped_on_failure(claim):
         marks.record_entries(path, [*names, *map(str, ds.coords)])
         frame = ds.drop_vars(list(ds.data_vars))
         storage.write_dataset_frame(path, frame, dict(ds.attrs))
@@ -116,10 +117,7 @@ def _dataset(ds, path: str, overwrite: bool, client, progress: bool = False, chu
                             list(map(str, ds[n].dims)), progress, layouts[n])
                   for n in names}
         storage.consolidate(path)
-    except BaseException:
-        fencing.stop(claim)  # the output is free for the next call at once, not once this one's lease lapses
-        raise
-    marks.mark_complete(path, {"by": "dc.to_zarr"}, claim)  # last: the whole dataset is there
+        marks.mark_complete(path, {"by": "dc.to_zarr"}, claim)  # last: the whole dataset is there
     return report
 
 
