@@ -3,6 +3,7 @@ Ctrl-C raised in it or arriving mid-job), the SIGINT handler and signal mask, ev
 level, filters and handlers, multiprocessing's forkserver and its preload list, os.environ and
 dask's config are as they were before."""
 
+import copy
 import logging
 import os
 import signal
@@ -40,7 +41,7 @@ def _snapshot() -> dict:
         "loggers": loggers,
         "forkserver": (fs._forkserver._forkserver_pid, list(fs._forkserver._preload_modules)),
         "environ": dict(os.environ),
-        "dask": dask.config.config.copy(),
+        "dask": copy.deepcopy(dask.config.config),
     }
 
 
@@ -155,7 +156,7 @@ def test_the_warm_up_asked_of_a_running_scheduler_leaves_dask_config_alone():
 
     from distconv.session.worker_imports import warm_workers
 
-    before = dask.config.config.copy()
+    before = copy.deepcopy(dask.config.config)
     assert warm_workers({"type": "address", "address": "tcp://127.0.0.1:1", "timeout": "1s"}) is False
     for t in threading.enumerate():
         if t.name == "distconv-warmup":
