@@ -1,4 +1,4 @@
-"""The plan of decode batches (graph/batches.py) and the Reader's bookkeeping, on the CPU: a
+"""The plan of decode batches (engine/batches.py) and the Reader's bookkeeping, on the CPU: a
 batch is a run of one worker's blocks within the byte limit; a block's rows come from its own
 batch and its neighbours' exactly; every batch is dropped once its readers took it; rows read
 through the Reader (decoded here by the CPU codec in place of nvCOMP) equal zarr's."""

@@ -1,4 +1,4 @@
-"""Lower halos decoded from the heads of the chunks below (graph/chunk_heads.py): equal to
+"""Lower halos decoded from the heads of the chunks below (engine/chunk_heads.py): equal to
 zarr's own decode on odd shapes, dtypes and head lengths, fill values for chunks never
 written, a short prefix falls back to the whole frame, and anything but plain bytes + zstd
 chunks is left to zarr."""

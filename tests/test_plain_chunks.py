@@ -1,4 +1,4 @@
-"""Whole chunks of a plain zstd array read as frames (graph/plain_chunks.py): decoded they equal
+"""Whole chunks of a plain zstd array read as frames (engine/plain_chunks.py): decoded they equal
 zarr's read on odd shapes and dtypes, every frame starts where the GPU decoder reads it, a
 buffer filled piece by piece holds the same bytes, rows cut from decoded chunks equal zarr's,
 and an absent chunk or any other layout is left to zarr (None)."""

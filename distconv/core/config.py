@@ -46,9 +46,6 @@ PROGRESS_EVERY = Key("distconv.progress-every", 5.0,
 CLUSTER_STATE = Key("distconv.cluster-state", None,
                     "the state file of the kept cluster (default ~/.cache/distconv/cluster.json)")
 
-KEYS = (FUSE, BLOCK_BYTES, IO_SLOTS, DEVICE_BLOCKS, DECODE_BATCH_BYTES, SCAN_HOLD_BYTES, PREWARM, PROGRESS_EVERY,
-        CLUSTER_STATE)
-
 _UNSET = object()
 
 

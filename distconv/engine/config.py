@@ -8,26 +8,14 @@ import functools
 
 from ..core import config as keys
 
-# Blocks in flight per worker process (keys.IO_SLOTS): a block's task is three stages, read
-# (shard files, or zarr decoding on the CPU, into the slot's pinned staging), device (upload or
-# nvCOMP decode, the stencil, nvCOMP encode, download; DEVICE_BLOCKS at a time) and write (shard
-# files), so the stages of different blocks overlap. Each slot owns its pinned staging buffers
-# and stream. Read once per process, at its first block.
+# Blocks in flight per worker process on a GPU (keys.IO_SLOTS): a block's task is three stages,
+# read (shard files, or zarr decoding on the CPU, into the slot's pinned staging), device (upload
+# or nvCOMP decode, the stencil, nvCOMP encode, download; keys.DEVICE_BLOCKS at a time, each on
+# its slot's stream) and write (shard files), so the stages of different blocks overlap. Each slot
+# owns its pinned staging buffers and stream. Read once per process, at its first block.
 IO_SLOTS = keys.IO_SLOTS.fallback(gpu=True)
-SLOTS_KEY = keys.IO_SLOTS.name
-# Blocks in their device stage at once per process (a dask-cuda worker owns one GPU), each on
-# its slot's stream.
-DEVICE_BLOCKS = keys.DEVICE_BLOCKS.default
-DEVICE_KEY = keys.DEVICE_BLOCKS.name
-# Zarr's plain zstd chunks decoded by nvCOMP a batch of blocks at a time (engine/batches.py):
-# this bounds a batch's rows (device memory: a process holds up to batches.READERS of them,
-# decoding, and those its blocks still read).
-BATCH_BYTES = keys.DECODE_BATCH_BYTES.default
-BATCH_KEY = keys.DECODE_BATCH_BYTES.name
 # A carried scan's blocks held between their two tasks (engine/carries.py).
 HOLD_KEY = keys.SCAN_HOLD_BYTES.name
-# A GPU worker of distconv's local cluster page-locks its staging as it starts (engine/prewarm.py).
-PREWARM_KEY = keys.PREWARM.name
 # The GIL switch interval of a process running blocks. A thread back from a blocking call
 # (a stream wait, a copy, a file read) waits until the thread holding the GIL lets go, up to
 # one interval; the device stage makes ~30 such calls per block, so beside a busy Python thread
