@@ -261,7 +261,7 @@ def test_one_d_rank_follows_scipys_nd_rule(monkeypatch, rng, compiled_path):
 
 
 def test_rank_nan_rule_holds(compiled_only, rng):
-    """NaN windows: distconv's rule (ops/rank.py) over the compiled picks."""
+    """NaN windows: distconv's rule (ops/rank_nan.py) over the compiled picks."""
     a = _data(rng, (21, 19), np.float32)
     a[5, 5] = a[20, 0] = np.nan
     got = dc.median_filter(a, 3)

@@ -183,7 +183,7 @@ def _ties(rng, shape, dtype):
 
 
 def _nan_rule(a, size, mode="reflect", cval=0.0):
-    """ops/rank.py's rule: NaN where the window holds one, else the window's median."""
+    """ops/rank_nan.py's rule: NaN where the window holds one, else the window's median."""
     r = size // 2
     p = np.pad(a, r, mode=PAD[mode], **({"constant_values": cval} if mode == "constant" else {}))
     w = np.lib.stride_tricks.sliding_window_view(p, (size,) * a.ndim).reshape(a.shape + (-1,))
