@@ -120,7 +120,7 @@ numpy's nan-function of its non-NaN values (np.nanmin, np.nanmedian, np.nanperce
 A dask input runs as one task per chunk that reads its neighbours' edges (the halo) in
 place; consecutive distconv filters on one dask array fuse into one task per chunk, and
 ``dc.to_zarr`` runs them on the engine, one task per block from read to write.""",
-    # ---- the accessors (ops/named.py, ops/named_filters.py) -------------------------------
+    # ---- the accessors (ops/named.py and the named_* modules it gathers) -------------------
     # ---- reductions -----------------------------------------------------------------------
     "reduce_axis": _entry("axis : int or sequence of int, optional",
                           "The axes to reduce; None (default) reduces every axis."),
