@@ -1,5 +1,6 @@
-"""Is there a GPU stack here? Counted with nvidia-smi, so asking never creates a CUDA context
-(the client must not touch a GPU)."""
+"""Is there a GPU stack here, or on every worker of a cluster? The one GPU probe of distconv:
+GPUs counted with nvidia-smi, so asking never creates a CUDA context (the client must not touch
+a GPU); a cluster's workers asked through the same probe, once per client and set of workers."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import importlib.util
 import os
 import shutil
 import subprocess
+import weakref
 
 
 def gpu_count() -> int:
@@ -35,3 +37,26 @@ def _node_gpus() -> int:
 def gpu_stack_available() -> bool:
     """cupy and dask-cuda are installed (the GPU extra)."""
     return all(importlib.util.find_spec(m) is not None for m in ("cupy", "dask_cuda"))
+
+
+def gpu_here() -> bool:
+    """Does this process have a GPU and the GPU stack (what a block needs to run on a GPU)?"""
+    return bool(gpu_count()) and gpu_stack_available()
+
+
+_ASKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # client -> (its workers, answer)
+
+
+def gpu_blocks(client=None) -> bool:
+    """Do blocks run on GPUs: every worker of ``client`` (this process, without one) has a GPU
+    with the GPU stack. The workers are asked once per client and set of workers, so a command
+    or a script writing several arrays probes them once."""
+    if client is None:
+        return gpu_here()
+    workers = frozenset(client.scheduler_info()["workers"])
+    seen = _ASKED.get(client)
+    if seen is not None and seen[0] == workers:
+        return seen[1]
+    answer = all(client.run(gpu_here).values())
+    _ASKED[client] = (workers, answer)
+    return answer
