@@ -107,21 +107,28 @@ def register(client, imports=(), gpu_imports=(), cpu_imports=()):
     client.register_plugin(Warmup(imports, gpu_imports, cpu_imports), name=PLUGIN)  # idempotent: the class says so
 
 
+def import_each(names):
+    """Import each module of ``names``, in order, before the work that needs it: the one way
+    every warm-up imports (a worker's, the warm process's). One that is not installed here, or
+    fails, is left for the work to meet (this is only a head start)."""
+    import importlib
+
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001, S112 - not installed here: the blocks say so if they need it
+            continue
+
+
 def warm(imports=(), gpu_imports=(), cpu_imports=()):
     """Import what a block needs (``imports``, then ``gpu_imports`` on a worker with a GPU, else
     ``cpu_imports``: what distconv's own workers import before they fork,
     session.worker_imports), then page-lock the staging a GPU block uses and make nvCOMP's first calls; any failure is left
     for the first block to meet (this is only a head start)."""
-    import importlib
-
     from ..backends.devices import gpu_count
 
     device_imports = (gpu_imports if gpu_count() else cpu_imports) if gpu_imports or cpu_imports else ()
-    for name in (*imports, *device_imports):
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001, S112 - not installed here: the blocks say so if they need it
-            continue
+    import_each((*imports, *device_imports))
     try:
         from ..backends.device import device
         from . import batches, config, job, shards  # noqa: F401 - job: what the first task unpickles

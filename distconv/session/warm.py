@@ -16,25 +16,24 @@ import sys
 
 from . import command
 from .interrupt import cli_policy
+from .worker_imports import WORKER_IMPORTS
 
-# what a run imports, imported once by the server before it forks children
-PRELOAD = ("distconv.session.command", "distconv.batch", "distconv.ops.registry", "distconv.ops.stores",
-           "distconv.engine.job", "distributed", "dask.array", "xarray", "zarr", "zarrs", "psutil", "yaml")
+# what a run imports, imported once by the server before it forks children: a worker's
+# imports (one list, worker_imports.py) and the client's own
+PRELOAD = WORKER_IMPORTS + ("distconv.session.command", "distconv.batch", "distconv.ops.registry",
+                            "distconv.ops.stores", "dask.array", "xarray", "psutil", "yaml")
 MAX_REQUEST = 1 << 20  # the arguments, working directory and environment, as JSON
 
 
 def serve(path: str):
     """The warm server: import what a run imports, then fork a child per request, until the
     process that started it (the kept cluster's) ends."""
-    import importlib
     import selectors
     import warnings
 
-    for name in PRELOAD:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass
+    from ..engine.prewarm import import_each
+
+    import_each(PRELOAD)
     # numpy's BLAS threads count as threads for fork's warning; the children run no BLAS
     warnings.filterwarnings("ignore", message=r".*multi-threaded.*fork", category=DeprecationWarning)
     old = os.umask(0o177)
