@@ -100,10 +100,13 @@ def _until(check, timeout=60):
 
 @pytest.fixture
 def cluster():
+    """A cluster as distconv starts one: its scheduler loads the board as it starts and keeps it."""
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0") as lc, \
-            Client(lc) as client:
+    from distconv.engine.dashboard import scheduler_kwargs
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0",
+                      scheduler_kwargs=scheduler_kwargs()) as lc, Client(lc) as client:
         yield lc, client, client.scheduler_info()["services"]["dashboard"]
 
 
@@ -430,3 +433,35 @@ def test_a_job_whose_client_went_away_is_lost(cluster):
         assert _until(lambda: _board(port)["jobs"])[0]["state"] == "running"
     (job,) = _until(lambda: (b := _board(port)) and b["jobs"][0]["state"] == "lost" and b["jobs"])
     assert job["workflow"] == "gone" and "client went away" in job["message"]
+
+
+def test_the_board_leaves_a_scheduler_distconv_did_not_start_once_its_job_ends(tmp_path):
+    import dask.array as da
+    from distributed import Client, LocalCluster
+
+    import distconv as dc
+    from distconv.engine.dashboard import PLUGIN
+
+    _array(tmp_path)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0") as lc, \
+            Client(lc) as client:
+        for k in range(2):  # the next write adds it again, and it leaves again
+            got = dc.to_zarr(dc.gaussian_filter(da.from_zarr(str(tmp_path / "in.zarr")), 1.0),
+                             str(tmp_path / f"out{k}.zarr"), client=client)
+            assert got["path"] == "engine"
+            assert _until(lambda: PLUGIN not in lc.scheduler.plugins)
+        port = client.scheduler_info()["services"]["dashboard"]
+        assert _board(port)["jobs"] == [] and "no distconv client" in _board(port)["note"]
+
+
+def test_a_scheduler_distconv_starts_keeps_the_board_and_a_users_preloads(cluster, monkeypatch):
+    import dask
+
+    from distconv.engine import dashboard
+
+    lc, client, port = cluster
+    assert lc.scheduler.plugins[dashboard.PLUGIN].resident
+    with dask.config.set({"distributed.scheduler.preload": ["theirs"],
+                          "distributed.scheduler.preload-argv": [["--x"]]}):
+        assert dashboard.scheduler_kwargs() == {"preload": ["theirs", "distconv.engine.dashboard"],
+                                                "preload_argv": [["--x"], []]}

@@ -11,6 +11,11 @@ the scheduler's own task states say which blocks wait, run or failed. The plugin
 page's routes to the scheduler's web server as it is registered, so the page is there on any
 scheduler distconv's client connects to (one it started, a kept cluster, one started by hand);
 ``routes`` is also a module of routes for ``distributed.scheduler.http.routes``.
+
+A scheduler distconv starts loads the board as it starts (this module is its preload,
+``dask_setup``) and keeps it, with the jobs it ran. On a scheduler distconv did not start, the
+board a client added leaves once no job of it is running: a user's own scheduler is left as it
+was found after a write (the page's routes stay, saying no job is there).
 """
 
 from __future__ import annotations
@@ -47,7 +52,8 @@ class JobBoard(SchedulerPlugin):
     name = PLUGIN
     idempotent = True
 
-    def __init__(self):
+    def __init__(self, resident: bool = False):
+        self.resident = resident            # loaded as its scheduler started: it stays
         self.jobs: dict = {}                # id -> the job's record (insertion order: oldest first)
         self._keys: dict = {}               # a block task's key -> (job id, block index)
         self._runs: dict = {}               # an engine job's run -> job id
@@ -98,6 +104,16 @@ class JobBoard(SchedulerPlugin):
             job["state"], job["message"], job["ended"] = msg["state"], msg.get("message"), msg.get("at", time.time())
             for k in job["keys"]:
                 self._keys.pop(k, None)
+            self._leave_if_idle()
+
+    def _leave_if_idle(self):
+        """A board a client added to a scheduler distconv did not start leaves it once none of
+        its jobs is running (the scheduler runs its plugins' hooks over a copy of the list)."""
+        plugins = getattr(self.scheduler, "plugins", None)
+        if self.resident or plugins is None or plugins.get(PLUGIN) is not self:
+            return
+        if all(job["ended"] is not None for job in self.jobs.values()):
+            self.scheduler.remove_plugin(PLUGIN)
 
     def block_message(self, msg: dict):
         """A worker's message of one block (job.run_block): it took its slot, or it ended."""
@@ -298,10 +314,29 @@ def page_url(status_url: str) -> str:
 _REGISTERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # clients that registered it
 
 
+def dask_setup(scheduler):
+    """distributed's preload hook, on a scheduler distconv starts: the board from its start,
+    kept for the scheduler's life."""
+    scheduler.add_plugin(JobBoard(resident=True), name=PLUGIN, idempotent=True)
+
+
+def scheduler_kwargs() -> dict:
+    """What a scheduler distconv starts is given so that it loads the board as it starts (this
+    module's ``dask_setup``): dask config's scheduler preloads, then this module."""
+    import dask
+
+    preload = dask.config.get("distributed.scheduler.preload", None) or []
+    preload = [preload] if isinstance(preload, str) else list(preload)
+    argv = list(dask.config.get("distributed.scheduler.preload-argv", None) or [])
+    per_preload = list(argv) if argv and not isinstance(argv[0], str) else [argv] * len(preload)
+    return {"preload": [*preload, __name__], "preload_argv": [*per_preload, []]}
+
+
 def register(client) -> bool:
-    """JobBoard registered on ``client``'s scheduler (asked once a client; the scheduler keeps
-    the one it has whoever registers it again). A scheduler that cannot load distconv runs
-    its jobs without the page. Returns whether the board is there."""
+    """JobBoard registered on ``client``'s scheduler (asked once a client until a job of it
+    ends, ``forget``: a board that is not resident may have left by then; the scheduler keeps
+    the one it has whoever registers it again). A scheduler that cannot load distconv runs its
+    jobs without the page. Returns whether the board is there."""
     if client in _REGISTERED:
         return _REGISTERED[client]
     try:
@@ -311,6 +346,12 @@ def register(client) -> bool:
         logging.getLogger(__name__).warning("the scheduler did not take distconv's job page (%s)", e)
         _REGISTERED[client] = False
     return _REGISTERED[client]
+
+
+def forget(client):
+    """A job of ``client`` ended: its next job registers the board again (on a scheduler
+    distconv did not start, the board has left once no job of it runs)."""
+    _REGISTERED.pop(client, None)
 
 
 def tell_block(run: str, i: int, event: str, laps: dict | None = None):

@@ -103,6 +103,8 @@ class Progress:
     def end(self, state: str, message: str | None = None):
         """How the job ended (done, cancelled or failed, with the message)."""
         self._tell("end", state=state, message=message)
+        if self._client:
+            dashboard.forget(self._client)
 
     def keys(self) -> set:
         """Every task key of what was computed (the job's own tasks, for its summary)."""

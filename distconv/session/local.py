@@ -34,6 +34,9 @@ def make_cluster(cfg: dict, security=None):
     common = {k: cfg[k] for k in ("local_directory", "memory_limit") if cfg[k] is not None}
     # None is no dashboard (distributed's default instead listened on every interface)
     common["dashboard_address"] = cfg["dashboard_address"]
+    from ..engine.dashboard import scheduler_kwargs
+
+    common["scheduler_kwargs"] = scheduler_kwargs()  # distconv's page from the scheduler's start, kept
     protocol = tls.protocol(cfg, security)
     if kind == "cuda":
         from dask_cuda import LocalCUDACluster
