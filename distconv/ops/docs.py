@@ -164,6 +164,9 @@ A dim that is not one of the array's, a dim named twice, a per-dim value of the 
 length, an unknown ``mode``, or any error of the positional function (whose checks
 all run before any work).""",
 }
+# the Returns and Raises sections most accessor methods share, as one piece
+SHARED["outcome_named"] = "\n".join(["Returns", "-------", SHARED["returns_named"], "", "Raises", "------",
+                                      _entry("ValueError", SHARED["raises_named"])])
 
 
 def twin(template: str, **words):

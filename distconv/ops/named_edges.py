@@ -30,14 +30,7 @@ _NAMED_GRADIENT_DOC = """${Name} derivative along a named dim, as scipy.ndimage.
         {mode_names}
     {dim_cval}
 
-    Returns
-    -------
-    {returns_named}
-
-    Raises
-    ------
-    ValueError
-        {raises_named}
+    {outcome_named}
 
     See Also
     --------
@@ -65,13 +58,10 @@ def prewitt(obj, dim, mode="reflect", cval=0.0):
     return _gradient(edges.prewitt, obj, dim, mode, cval)
 
 
-@docs.fill
-def gaussian_laplace(obj, sigma, mode="reflect", cval=0.0, truncate=4.0):
-    """Laplacian of Gaussian along named dims, as scipy.ndimage.gaussian_laplace.
+# gaussian_laplace and gaussian_gradient_magnitude take the same arguments: one text
+_NAMED_GAUSSIAN_SUM_DOC = """${title} along named dims, as scipy.ndimage.${name}.
 
-    ``da.distconv.gaussian_laplace(sigma)``: :func:`distconv.gaussian_laplace` over the dims
-    ``sigma`` names (every dim for one value or a sequence), as scipy's with ``axes=``; the
-    other dims are left alone.
+    ${intro}
 
     Parameters
     ----------
@@ -85,69 +75,40 @@ def gaussian_laplace(obj, sigma, mode="reflect", cval=0.0, truncate=4.0):
     {dim_cval}
     {truncate}
 
-    Returns
-    -------
-    {returns_named}
-
-    Raises
-    ------
-    ValueError
-        {raises_named}
+    {outcome_named}
 
     See Also
     --------
-    distconv.gaussian_laplace : On arrays, by axes.
+    distconv.${name} : On arrays, by axes.
 
     Examples
     --------
+$examples
+    """
+
+
+@docs.twin(_NAMED_GAUSSIAN_SUM_DOC, name="gaussian_laplace", title="Laplacian of Gaussian", intro="""\
+``da.distconv.gaussian_laplace(sigma)``: :func:`distconv.gaussian_laplace` over the dims
+    ``sigma`` names (every dim for one value or a sequence), as scipy's with ``axes=``; the
+    other dims are left alone.""", examples="""\
     >>> da = xr.DataArray(np.array([0.0, 0, 1, 0, 0]), dims="x")
     >>> da.distconv.gaussian_laplace(1).round(3).values.tolist()
-    [0.197, 0.002, -0.399, 0.002, 0.197]
-    """
+    [0.197, 0.002, -0.399, 0.002, 0.197]""")
+def gaussian_laplace(obj, sigma, mode="reflect", cval=0.0, truncate=4.0):
     along = Dims.of(obj, sigma, "sigma")
     return edges.gaussian_laplace(obj, along.values(sigma, "sigma"), along.modes(mode),
                                   one_cval(along, cval), axes=along.axes, truncate=truncate)
 
 
-@docs.fill
-def gaussian_gradient_magnitude(obj, sigma, mode="reflect", cval=0.0, truncate=4.0):
-    """Gaussian gradient magnitude along named dims, as scipy.ndimage.gaussian_gradient_magnitude.
-
-    ``da.distconv.gaussian_gradient_magnitude(sigma)``: the gradient over the dims ``sigma``
+@docs.twin(_NAMED_GAUSSIAN_SUM_DOC, name="gaussian_gradient_magnitude", title="Gaussian gradient magnitude",
+           intro="""\
+``da.distconv.gaussian_gradient_magnitude(sigma)``: the gradient over the dims ``sigma``
     names (every dim for one value or a sequence). The other dims are left alone, not
-    smoothed (scipy's ``axes=`` would smooth every axis with sigma: here their sigma is 0).
-
-    Parameters
-    ----------
-    sigma : float, sequence of float or dict {dim: float}
-        The Gaussian's standard deviation in elements: one for every dim, one per dim, or
-        ``{dim: sigma}``.
-    mode : str, sequence of str or dict {dim: str}, optional
-        Per dim of ``sigma`` (term i of the sum uses mode i, as scipy's); 'wrap' cannot be
-        mixed with the others.
-        {mode_names}
-    {dim_cval}
-    {truncate}
-
-    Returns
-    -------
-    {returns_named}
-
-    Raises
-    ------
-    ValueError
-        {raises_named}
-
-    See Also
-    --------
-    distconv.gaussian_gradient_magnitude : On arrays, by axes.
-
-    Examples
-    --------
+    smoothed (scipy's ``axes=`` would smooth every axis with sigma: here their sigma is 0).""", examples="""\
     >>> da = xr.DataArray(np.array([0.0, 0, 1, 0, 0]), dims="x")
     >>> da.distconv.gaussian_gradient_magnitude(1).round(3).values.tolist()
-    [0.095, 0.241, 0.0, 0.241, 0.095]
-    """
+    [0.095, 0.241, 0.0, 0.241, 0.095]""")
+def gaussian_gradient_magnitude(obj, sigma, mode="reflect", cval=0.0, truncate=4.0):
     along = Dims.of(obj, sigma, "sigma")
     sigmas = along.spread(along.values(sigma, "sigma"), 0.0)
     return edges.gaussian_gradient_magnitude(obj, sigmas, along.modes(mode), one_cval(along, cval),

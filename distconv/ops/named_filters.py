@@ -109,14 +109,7 @@ _NAMED_CORRELATE_1D_DOC = """One-dimensional ${noun} along a named dim, as scipy
     origin : int or dict {dim: int}, optional
         Where the mask sits over each element: 0 (default) centres it.
 
-    Returns
-    -------
-    {returns_named}
-
-    Raises
-    ------
-    ValueError
-        {raises_named}
+    {outcome_named}
 
     See Also
     --------
@@ -164,14 +157,7 @@ def gaussian_filter(obj, sigma, order=0, mode="reflect", cval=0.0, truncate=4.0,
     {truncate}
     {nan_policy_smooth}
 
-    Returns
-    -------
-    {returns_named}
-
-    Raises
-    ------
-    ValueError
-        {raises_named}
+    {outcome_named}
 
     See Also
     --------
@@ -213,14 +199,7 @@ def gaussian_filter1d(obj, sigma, dim, order=0, mode="reflect", cval=0.0, trunca
     {truncate}
     {nan_policy_smooth}
 
-    Returns
-    -------
-    {returns_named}
-
-    Raises
-    ------
-    ValueError
-        {raises_named}
+    {outcome_named}
 
     See Also
     --------
@@ -255,14 +234,7 @@ def uniform_filter(obj, size=3, mode="reflect", cval=0.0, origin=0, nan_policy="
     {dim_origin}
     {nan_policy_smooth}
 
-    Returns
-    -------
-    {returns_named}
-
-    Raises
-    ------
-    ValueError
-        {raises_named}
+    {outcome_named}
 
     See Also
     --------
@@ -301,14 +273,7 @@ def uniform_filter1d(obj, size, dim, mode="reflect", cval=0.0, origin=0, nan_pol
         Where the box sits over each element: 0 (default) centres it.
     {nan_policy_smooth}
 
-    Returns
-    -------
-    {returns_named}
-
-    Raises
-    ------
-    ValueError
-        {raises_named}
+    {outcome_named}
 
     See Also
     --------

@@ -62,14 +62,7 @@ _NAMED_EXTREMUM_DOC = """${Name} filter along named dims, as scipy.ndimage.${nam
     {dim_origin}
     {nan_policy_rank}
 
-    Returns
-    -------
-    {returns_named}
-
-    Raises
-    ------
-    ValueError
-        {raises_named}
+    {outcome_named}
 
     See Also
     --------
@@ -97,127 +90,65 @@ def maximum_filter(obj, size=None, footprint=None, mode="reflect", cval=0.0, ori
     return _extremum(ranked.maximum_filter, obj, size, footprint, mode, cval, origin, nan_policy)
 
 
-@docs.fill
-def median_filter(obj, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
-    """Median filter along named dims, as scipy.ndimage.median_filter.
+# median, rank and percentile filters differ in what they pick: one text
+_NAMED_PICK_DOC = """${Name} filter along named dims, as scipy.ndimage.${name}_filter.
 
-    ``da.distconv.median_filter(size)``: :func:`distconv.median_filter` over a window along
-    the dims ``size`` (or a footprint DataArray) names; the other dims are left alone. NaN:
-    a window holding one gives NaN, unless ``nan_policy='omit'``.
+    ``da.distconv.${name}_filter(${call})``: :func:`distconv.${name}_filter` over a window along
+    the dims ``size`` (or a footprint DataArray) names; the other dims are left alone.${nan}
 
     Parameters
     ----------
-    {dim_size}
+    ${pick}{dim_size}
     {dim_footprint}
     {dim_one_mode}
     {dim_cval}
     {dim_origin}
     {nan_policy_rank}
 
-    Returns
-    -------
-    {returns_named}
-
-    Raises
-    ------
-    ValueError
-        {raises_named}
+    {outcome_named}
 
     See Also
     --------
-    distconv.median_filter : On arrays, by axes.
+    distconv.${name}_filter : On arrays, by axes.
 
     Examples
     --------
+$examples
+    """
+
+
+@docs.twin(_NAMED_PICK_DOC, Name="Median", name="median", call="size", pick="", nan="""
+    NaN: a window holding one gives NaN, unless ``nan_policy='omit'``.""", examples="""\
     >>> da = xr.DataArray(np.array([[3, 1, 4, 1], [5, 9, 2, 6]]), dims=("y", "x"))
     >>> da.distconv.median_filter({"x": 3}).values.tolist()
     [[3, 3, 1, 1], [5, 5, 6, 6]]
     >>> da.distconv.median_filter(footprint=xr.DataArray([True, True, True], dims="x")).values.tolist()
-    [[3, 3, 1, 1], [5, 5, 6, 6]]
-    """
+    [[3, 3, 1, 1], [5, 5, 6, 6]]""")
+def median_filter(obj, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
     return _ranked(ranked.median_filter, obj, (), size, footprint, mode, cval, origin, nan_policy)
 
 
-@docs.fill
-def rank_filter(obj, rank, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
-    """Rank filter along named dims, as scipy.ndimage.rank_filter.
-
-    ``da.distconv.rank_filter(rank, size)``: :func:`distconv.rank_filter` over a window along
-    the dims ``size`` (or a footprint DataArray) names; the other dims are left alone.
-
-    Parameters
-    ----------
-    rank : int
+@docs.twin(_NAMED_PICK_DOC, Name="Rank", name="rank", call="rank, size", nan="", pick="""\
+rank : int
         Which value of the sorted window: from the bottom (0 the smallest), or, negative, from
         the top (-1 the largest).
-    {dim_size}
-    {dim_footprint}
-    {dim_one_mode}
-    {dim_cval}
-    {dim_origin}
-    {nan_policy_rank}
-
-    Returns
-    -------
-    {returns_named}
-
-    Raises
-    ------
-    ValueError
-        {raises_named}
-
-    See Also
-    --------
-    distconv.rank_filter : On arrays, by axes.
-
-    Examples
-    --------
+    """, examples="""\
     >>> da = xr.DataArray(np.array([[3, 1, 4, 1], [5, 9, 2, 6]]), dims=("y", "x"))
     >>> da.distconv.rank_filter(0, {"x": 3}).values.tolist()
-    [[1, 1, 1, 1], [5, 2, 2, 2]]
-    """
+    [[1, 1, 1, 1], [5, 2, 2, 2]]""")
+def rank_filter(obj, rank, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, nan_policy="propagate"):
     return _ranked(ranked.rank_filter, obj, (rank,), size, footprint, mode, cval, origin, nan_policy)
 
 
-@docs.fill
-def percentile_filter(obj, percentile, size=None, footprint=None, mode="reflect", cval=0.0, origin=0,
-                      nan_policy="propagate"):
-    """Percentile filter along named dims, as scipy.ndimage.percentile_filter.
-
-    ``da.distconv.percentile_filter(percentile, size)``: :func:`distconv.percentile_filter`
-    over a window along the dims ``size`` (or a footprint DataArray) names; the other dims
-    are left alone.
-
-    Parameters
-    ----------
-    percentile : float
+@docs.twin(_NAMED_PICK_DOC, Name="Percentile", name="percentile", call="percentile, size", nan="", pick="""\
+percentile : float
         From 0 to 100, or -100 to 0 counted as ``100 + percentile``.
-    {dim_size}
-    {dim_footprint}
-    {dim_one_mode}
-    {dim_cval}
-    {dim_origin}
-    {nan_policy_rank}
-
-    Returns
-    -------
-    {returns_named}
-
-    Raises
-    ------
-    ValueError
-        {raises_named}
-
-    See Also
-    --------
-    distconv.percentile_filter : On arrays, by axes.
-
-    Examples
-    --------
+    """, examples="""\
     >>> da = xr.DataArray(np.array([[3, 1, 4, 1], [5, 9, 2, 6]]), dims=("y", "x"))
     >>> da.distconv.percentile_filter(100, {"x": 3}).values.tolist()
-    [[3, 4, 4, 4], [9, 9, 9, 6]]
-    """
+    [[3, 4, 4, 4], [9, 9, 9, 6]]""")
+def percentile_filter(obj, percentile, size=None, footprint=None, mode="reflect", cval=0.0, origin=0,
+                      nan_policy="propagate"):
     return _ranked(ranked.percentile_filter, obj, (percentile,), size, footprint, mode, cval, origin, nan_policy)
 
 
@@ -238,14 +169,7 @@ _NAMED_EXTREMUM_1D_DOC = """One-dimensional ${name} filter along a named dim, as
         Where the window sits over each element: 0 (default) centres it.
     {nan_policy_rank}
 
-    Returns
-    -------
-    {returns_named}
-
-    Raises
-    ------
-    ValueError
-        {raises_named}
+    {outcome_named}
 
     See Also
     --------

@@ -54,17 +54,16 @@ def scan(obj, dim, op="add", exclusive=False, dtype=None, skipna=False):
     return scans.scan(obj, op, axis_of(obj, dim), exclusive, dtype, skipna)
 
 
-@docs.fill
-def cumsum(obj, dim, dtype=None, skipna=None):
-    """Cumulative sum along a named dim, as DataArray.cumsum.
+# cumsum and cumprod differ in a few words: one text
+_NAMED_CUMULATIVE_DOC = """Cumulative ${noun} along a named dim, as DataArray.${name}.
 
-    ``da.distconv.cumsum(dim)``: :func:`distconv.cumsum` along ``dim``, NaN skipped in float
-    data by default, as xarray's: a NaN position holds the running sum.
+    ``da.distconv.${name}(dim)``: :func:`distconv.${name}` along ``dim``, NaN skipped in float
+    data by default, as xarray's${skipped}.
 
     Parameters
     ----------
     dim : str
-        The dim to sum along.
+        The dim to ${verb} along.
     dtype : dtype, optional
         The result's dtype (default numpy's: small integers widen).
     skipna : bool, optional
@@ -83,59 +82,33 @@ def cumsum(obj, dim, dtype=None, skipna=None):
 
     See Also
     --------
-    distconv.cumsum : On arrays, by axis.
-    xarray.DataArray.cumsum : xarray's own.
+    distconv.${name} : On arrays, by axis.
+    xarray.DataArray.${name} : xarray's own.
 
     Examples
     --------
+$examples
+    """
+
+
+@docs.twin(_NAMED_CUMULATIVE_DOC, name="cumsum", noun="sum", verb="sum", skipped=": a NaN position holds the "
+           "running sum", examples="""\
     >>> da = xr.DataArray(np.arange(12).reshape(3, 4), dims=("y", "x"))
     >>> da.distconv.cumsum("y").values.tolist()
     [[0, 1, 2, 3], [4, 6, 8, 10], [12, 15, 18, 21]]
     >>> f = xr.DataArray([1.0, np.nan, 2.0], dims="t")
     >>> f.distconv.cumsum("t").values.tolist(), f.distconv.cumsum("t", skipna=False).values.tolist()
-    ([1.0, 1.0, 3.0], [1.0, nan, nan])
-    """
+    ([1.0, 1.0, 3.0], [1.0, nan, nan])""")
+def cumsum(obj, dim, dtype=None, skipna=None):
     return scan(obj, dim, "add", dtype=dtype, skipna=_skips(obj, skipna))
 
 
-@docs.fill
-def cumprod(obj, dim, dtype=None, skipna=None):
-    """Cumulative product along a named dim, as DataArray.cumprod.
-
-    ``da.distconv.cumprod(dim)``: :func:`distconv.cumprod` along ``dim``, NaN skipped in float
-    data by default, as xarray's (it multiplies by 1).
-
-    Parameters
-    ----------
-    dim : str
-        The dim to multiply along.
-    dtype : dtype, optional
-        The result's dtype (default numpy's: small integers widen).
-    skipna : bool, optional
-        Skip NaN (default: True for float data, as xarray's); False propagates it.
-
-    Returns
-    -------
-    {returns_named}
-
-    Raises
-    ------
-    ValueError
-        ``dim`` not a dim of the array.
-    TypeError
-        Data of a dtype distconv does not process (complex, float16, object, strings).
-
-    See Also
-    --------
-    distconv.cumprod : On arrays, by axis.
-    xarray.DataArray.cumprod : xarray's own.
-
-    Examples
-    --------
+@docs.twin(_NAMED_CUMULATIVE_DOC, name="cumprod", noun="product", verb="multiply", skipped=" (it multiplies by 1)",
+           examples="""\
     >>> da = xr.DataArray([[1, 2, 3], [4, 5, 6]], dims=("y", "x"))
     >>> da.distconv.cumprod("x").values.tolist()
-    [[1, 2, 6], [4, 20, 120]]
-    """
+    [[1, 2, 6], [4, 20, 120]]""")
+def cumprod(obj, dim, dtype=None, skipna=None):
     return scan(obj, dim, "mul", dtype=dtype, skipna=_skips(obj, skipna))
 
 
