@@ -31,8 +31,7 @@ accessor's ``to_zarr``).
 _WHERE = {
     "chain": ("WRAP_REASON", "Plan", "engine_chain", "gpu_blocks", "plan_write", "stencil_chain"),
     "compute": ("write",),
-    "config": ("batch_bytes", "device_blocks", "held_bytes", "io_slots", "open_with_settings",
-               "prewarm_enabled", "zarr_settings"),
+    "config": ("batch_bytes", "device_blocks", "held_bytes", "io_slots", "prewarm_enabled", "zarr_settings"),
     "job": ("graph", "run_block"),
     "placement": ("workers",),
     "progress": ("Progress",),

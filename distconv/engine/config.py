@@ -65,18 +65,9 @@ def _threads() -> int:
 @functools.cache
 def zarr_settings() -> dict:
     """zarr config for the arrays the engine opens: the zarrs Rust codec pipeline (much
-    faster reads than zarr-python's) when it imports. Applied while an array is opened (zarr
-    picks an array's pipeline then), so the process's own zarr config is left as it was."""
+    faster reads than zarr-python's) when it imports (engine/source.py picks it per input)."""
     try:
         import zarrs  # noqa: F401
     except ImportError:
         return {}
     return {"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"}
-
-
-def open_with_settings(path: str, mode: str = "r", **kwargs):
-    """zarr.open_array under zarr_settings()."""
-    import zarr
-
-    with zarr.config.set(zarr_settings()):
-        return zarr.open_array(path, mode=mode, **kwargs)
