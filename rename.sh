@@ -32,7 +32,7 @@ def import_list(line: str, new: str) -> str:
         elif n.startswith("config as "):
             n = f"{new} as {n.split()[-1]}"
         out.append(n)
-    return f"{head} import {', '.join(out)}"
+    return f"{head} import {', '.join(sorted(out, key=str.lower))}"
 
 
 def rewrite(path: pathlib.Path, s: str) -> str:
@@ -51,6 +51,9 @@ def rewrite(path: pathlib.Path, s: str) -> str:
             engine_bare |= bool(re.search(r"\bconfig\b(?! as)", code.split(" import ", 1)[1]))
             lines[i] = import_list(line, "settings")
     s = "\n".join(lines)
+    if in_engine:  # mentions of the engine's constants in prose, before the general rewrite
+        s = s.replace("config.DEVICE_BLOCKS of them", "settings.device_blocks() of them")
+        s = s.replace("keeps config.IO_SLOTS blocks", "keeps settings.io_slots() blocks")
     if core_bare and engine_bare:
         raise SystemExit(f"{path}: imports both config modules as `config`; rename by hand")
     if core_bare:
@@ -64,8 +67,6 @@ def rewrite(path: pathlib.Path, s: str) -> str:
         s = re.sub(r"from \.config import", "from .settings import", s)
         s = s.replace('"config": (', '"settings": (')  # engine/__init__'s lazy names
         s = s.replace("- slots.py, config.py:", "- slots.py, settings.py:")
-        s = s.replace("config.DEVICE_BLOCKS of them", "settings.device_blocks() of them")
-        s = s.replace("keeps config.IO_SLOTS blocks", "keeps settings.io_slots() blocks")
     return s
 
 

@@ -13,6 +13,7 @@ from . import forkserver, record
 from .config import ClusterConfigError, load_config, resolve_type
 from .security import of_config
 
+# The one preload list: the workers' (the warm process's list, warm.PRELOAD, starts with it).
 # Nothing in the server touches a GPU: CUDA is first used in a worker, after the fork.
 WORKER_IMPORTS = ("distributed", "zarr", "zarrs", "distconv.engine.job")  # no dask.array: engine blocks do not need it
 GPU_WORKER_IMPORTS = ("dask_cuda", "cupy", "distconv.backends.cuda.zstd", "distconv.backends.cuda.transfer")
