@@ -14,7 +14,7 @@ import zarr
 from distconv import batch
 from distconv.batch import direct
 from distconv import engine
-from distconv.engine import carries, config
+from distconv.engine import carries, settings
 from distconv.engine.marks import COMPLETE
 
 from .helpers import leave_block_marks, small_engine_blocks
@@ -102,7 +102,7 @@ def test_a_chain_then_a_scan_with_its_histogram(tmp_path, small_blocks):
 
 def test_dropped_held_scans_are_computed_again(tmp_path, small_blocks):
     wf, x = _workflow(tmp_path, (90, 30), (8, 30), [{"op": "cumsum", "axis": 0}], "float64")
-    with dask.config.set({config.HOLD_KEY: 1}):  # every held block but the newest dropped
+    with dask.config.set({settings.HOLD_KEY: 1}):  # every held block but the newest dropped
         s = batch.run(wf, progress=False)
     assert s["path"] == "direct"
     np.testing.assert_allclose(_out(wf), np.cumsum(x, axis=0), rtol=1e-12, atol=1e-9)

@@ -10,7 +10,7 @@ accessor's ``to_zarr``).
 - placement.py: which worker runs which blocks, and a block whose worker died runs elsewhere
 - read.py, output.py: a block's read stage, and the output array it writes into
 - source.py: the input as a job sees it (fingerprint, codec pipeline and why, dims), opened per view
-- slots.py, config.py: who runs when in a worker, and the dask config keys it reads
+- slots.py, settings.py: who runs when in a worker, and the dask config keys it reads
 - process.py: what a process keeps between the blocks it runs, in one owner (STATE)
 - progress.py: a write's blocks and bytes shown as they finish (a bar, or a line every few seconds)
 - prewarm.py: a GPU worker's one-time costs (page-locked staging, nvCOMP's first calls) at its start
@@ -31,7 +31,7 @@ accessor's ``to_zarr``).
 _WHERE = {
     "chain": ("WRAP_REASON", "Plan", "engine_chain", "gpu_blocks", "plan_write", "stencil_chain"),
     "compute": ("write",),
-    "config": ("batch_bytes", "device_blocks", "held_bytes", "io_slots", "prewarm_enabled", "zarr_settings"),
+    "settings": ("batch_bytes", "device_blocks", "held_bytes", "io_slots", "prewarm_enabled", "zarr_settings"),
     "job": ("graph", "run_block"),
     "placement": ("workers",),
     "progress": ("Progress",),

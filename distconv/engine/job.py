@@ -9,8 +9,8 @@ available, else zstd on every CPU core). Reads go through zarr, with the zarrs R
 pipeline when it is installed, or straight from the input's shard files when nvCOMP decodes
 them, or (zarr's plain zstd chunks, with nvCOMP) from device memory that a batch of the
 worker's blocks was decoded into ahead of them (engine/batches.py). A task runs in three
-stages (read, device, write) and a process keeps config.IO_SLOTS blocks in flight,
-config.DEVICE_BLOCKS of them at a time on its device, so the stages of different blocks overlap. A per-block mark
+stages (read, device, write) and a process keeps settings.io_slots() blocks in flight,
+settings.device_blocks() of them at a time on its device, so the stages of different blocks overlap. A per-block mark
 makes a rerun with resume skip finished blocks.
 """
 
@@ -29,7 +29,7 @@ from ..backends.device import device
 from ..core.arrays import array_module, to_host
 from ..core.tile import Tile
 from ..core.ops import FAN_IN
-from . import batches, carries, config, fencing, shards
+from . import batches, carries, fencing, settings, shards
 from .plan import Job, block_mark, runs, written
 from .read import fetch, to_device
 from .slots import Clock, device_turn
@@ -137,7 +137,7 @@ def _run_block(job: Job, i: int, slot: int, clock, carry=None):
             out, total = _result(job, fetched, (lo, r0, r1, hi), clock)
             del fetched
         if job.part == "local":
-            carries.held().put((job.run, i), out, config.held_bytes(job.gpu))
+            carries.held().put((job.run, i), out, settings.held_bytes(job.gpu))
             return to_host(total), clock.laps
         if carry is not None:
             out = job.scan.seed(out, carry)
@@ -282,7 +282,7 @@ def graph(job: Job, name: str, workers: list | None = None):
         in_rows = (job.in_shape or job.layout.shape)[1:]  # whole input rows are decoded
         row_bytes = math.prod(in_rows) * np.dtype(job.in_dtype or job.layout.dtype).itemsize
         job = dataclasses.replace(job, batches=batches.plan(job.row_blocks, row_bytes, len(workers or [None]),
-                                                            config.batch_bytes()))
+                                                            settings.batch_bytes()))
     token = tokenize(job)
     tasks, carry = [], None
     for i in range(n):

@@ -38,7 +38,7 @@ def dask_setup(worker, imports=(), gpu_imports=(), cpu_imports=()):
     _ended = ended = threading.Event()
     started = False
     try:
-        from .config import prewarm_enabled
+        from .settings import prewarm_enabled
 
         if prewarm_enabled():
             threading.Thread(target=_warm_then_set, args=(ended, imports, gpu_imports, cpu_imports),
@@ -131,7 +131,7 @@ def warm(imports=(), gpu_imports=(), cpu_imports=()):
     import_each((*imports, *device_imports))
     try:
         from ..backends.device import device
-        from . import batches, config, job, shards  # noqa: F401 - job: what the first task unpickles
+        from . import batches, job, settings, shards  # noqa: F401 - job: what the first task unpickles
         from .plain_chunks import PIECE_BYTES
         from .plan import GPU_CHUNK_BYTES
 
@@ -146,8 +146,8 @@ def warm(imports=(), gpu_imports=(), cpu_imports=()):
         gpu.warm_frames(shards.INNER_BYTES, shards.FRAME_ALIGN)
         # the device memory of the batches in flight (each its files and its rows) and of the
         # blocks' device stages, kept by cupy's pool
-        gpu.reserve(batches.READERS * 2 * config.batch_bytes() + 4 * config.io_slots(True) * GPU_CHUNK_BYTES)
-        for slot in range(config.io_slots(True)):
+        gpu.reserve(batches.READERS * 2 * settings.batch_bytes() + 4 * settings.io_slots(True) * GPU_CHUNK_BYTES)
+        for slot in range(settings.io_slots(True)):
             gpu.staging(slot, (GPU_CHUNK_BYTES,), np.uint8, name="encoded")
     except Exception:  # noqa: BLE001 - the first blocks pay these costs instead
         pass

@@ -13,7 +13,7 @@ import threading
 import time
 import uuid
 
-from ..core import config
+from ..core import keys
 from . import dashboard
 
 TELL_EVERY_S = 0.5  # seconds between the progress messages the scheduler's page is sent
@@ -27,7 +27,7 @@ class Progress:
     def __init__(self, label: str = "distconv", stream=None, every: float | None = None, bar: bool | None = None,
                  show: bool = True, about: dict | None = None):
         self.label = label
-        self.every = float(config.get(config.PROGRESS_EVERY)) if every is None else every
+        self.every = float(keys.get(keys.PROGRESS_EVERY)) if every is None else every
         self.stream = stream or sys.stdout
         self.show = show
         self.sizes, self.total, self._order = {}, 0, []

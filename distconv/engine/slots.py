@@ -12,7 +12,7 @@ import threading
 import time
 
 from ..backends.device import device
-from . import config
+from . import settings
 
 
 class Slots:
@@ -52,10 +52,10 @@ def slots(gpu: bool) -> Slots:
         from distributed import get_worker
 
         get_worker()
-        sys.setswitchinterval(min(sys.getswitchinterval(), config.SWITCH_INTERVAL_S))
+        sys.setswitchinterval(min(sys.getswitchinterval(), settings.SWITCH_INTERVAL_S))
     except (ImportError, ValueError):
         pass
-    return Slots(config.io_slots(gpu))
+    return Slots(settings.io_slots(gpu))
 
 
 @contextlib.contextmanager
@@ -65,7 +65,7 @@ def local_blocks():
     import sys
 
     old = sys.getswitchinterval()
-    sys.setswitchinterval(min(old, config.SWITCH_INTERVAL_S))
+    sys.setswitchinterval(min(old, settings.SWITCH_INTERVAL_S))
     try:
         yield
     finally:
@@ -87,7 +87,7 @@ def device_turn(gpu: bool, slot: int, clock: Clock):
 
 @functools.cache
 def _device_gate() -> threading.Semaphore:
-    return threading.Semaphore(config.device_blocks())
+    return threading.Semaphore(settings.device_blocks())
 
 
 class Clock:

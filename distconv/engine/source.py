@@ -197,7 +197,7 @@ def open_source(source: Source):
     its metadata is no longer what the job was planned with (rewritten in place meanwhile)."""
     import zarr
 
-    from .config import zarr_settings
+    from .settings import zarr_settings
 
     # zarrs planned but not installed in this process: zarr-python's pipeline reads the same
     path = _PIPELINES[ZARR_PYTHON] if source.pipeline != ZARRS or not zarr_settings() else _PIPELINES[ZARRS]

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from dask.highlevelgraph import MaterializedLayer
 
-from ..core import config
+from ..core import keys
 
 # dask config ``distconv.fuse: false`` keeps one halo pass per op (for comparison; results are
 # the same), read when an op is called and when a face hands a result to the engine
-FUSE_KEY = config.FUSE.name  # (tests and benchmarks set it by this name)
+FUSE_KEY = keys.FUSE.name  # (tests and benchmarks set it by this name)
 
 
 def fusing() -> bool:
     """May a step fuse with the step its input declares (and the engine take a declared chain)?"""
-    return bool(config.get(config.FUSE))
+    return bool(keys.get(keys.FUSE))
 
 
 class Declared(MaterializedLayer):

@@ -18,16 +18,16 @@ import math
 import dask.array as da
 import numpy as np
 
-from ..core import config
+from ..core import keys
 from ..core.arrays import array_module, is_cupy
 from ..core.stencil import accepts_out
 
-CONFIG_KEY = config.BLOCK_BYTES.name  # (tests and benchmarks set it by this name)
+CONFIG_KEY = keys.BLOCK_BYTES.name  # (tests and benchmarks set it by this name)
 
 
 def block_bytes() -> int:
     """The run size from dask's config (bytes or a string such as "4 GiB"); 0: no runs."""
-    return config.size(config.BLOCK_BYTES)
+    return keys.size(keys.BLOCK_BYTES)
 
 
 def block_locations(x: da.Array):

@@ -12,12 +12,12 @@ import json
 import os
 from pathlib import Path
 
-from ..core import config
+from ..core import keys
 
 
 def state_path() -> Path:
     default = Path.home() / ".cache" / "distconv" / "cluster.json"
-    return Path(config.get(config.CLUSTER_STATE) or default).expanduser()
+    return Path(keys.get(keys.CLUSTER_STATE) or default).expanduser()
 
 
 def credentials_dir(path=None) -> Path:

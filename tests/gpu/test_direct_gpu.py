@@ -178,7 +178,7 @@ def test_a_warm_up_leaves_the_staging_the_blocks_use(monkeypatch):
     page-locked buffers in place: no allocation in the block."""
     from distconv.backends.cuda import transfer
     from distconv.backends.cuda import zstd as gpu_zstd
-    from distconv.engine import batches, config, prewarm
+    from distconv.engine import batches, prewarm, settings
     from distconv.engine.plain_chunks import PIECE_BYTES
 
     if not gpu_zstd.available():
@@ -187,7 +187,7 @@ def test_a_warm_up_leaves_the_staging_the_blocks_use(monkeypatch):
     calls = []
     real = transfer.kept_pinned
     monkeypatch.setattr(transfer, "kept_pinned", lambda *a: calls.append(a) or real(*a))
-    for slot in range(config.io_slots(True)):
+    for slot in range(settings.io_slots(True)):
         assert transfer.staging(slot, "encoded", 700 * 2**20).size == 700 * 2**20
     for k in range(2):
         transfer.staging((batches.PIECES, k), "pieces", PIECE_BYTES)

@@ -1,4 +1,4 @@
-"""The engine's settings: its dask config keys (declared with their defaults in core/config.py)
+"""The engine's settings: its dask config keys (declared with their defaults in core/keys.py)
 read where a block runs (so a worker reads its own config), and zarr's settings for the arrays
 the engine opens. Each key's value is checked when read: a bad one raises naming the key."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 
-from ..core import config as keys
+from ..core import keys
 
 # Blocks in flight per worker process on a GPU (keys.IO_SLOTS): a block's task is three stages,
 # read (shard files, or zarr decoding on the CPU, into the slot's pinned staging), device (upload
