@@ -98,12 +98,8 @@ __device__ __forceinline__ void dc_store_run(T *o, const T (&v)[4], i64 x, i64 o
 // over a sweep of 420 mask shapes up to 32 x 32 on sm_90 (rows of one, or up to 64 taps at most
 // 8 wide: 4; up to 24 wide: 3; wider: 2); sm_80's allocator spills at 3 already, so builds
 // before Hopper keep 2; double keeps one.
-#ifndef DC_TILED_BLOCKS_SMALL  // (-D overrides: benchmarks/diagnose_kernels.py)
 #define DC_TILED_BLOCKS_SMALL 4
-#endif
-#ifndef DC_TILED_BLOCKS_MID
 #define DC_TILED_BLOCKS_MID 3
-#endif
 #define DC_TILED_BLOCKS_WIDE 2
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #define DC_TILED_PRE_HOPPER 1  // (a #if, never both values in one compile: the loader reads one;
@@ -198,13 +194,9 @@ distconv_correlate_tiled(const __grid_constant__ DcTile src, T *__restrict__ out
 // 5x5x5 at 3 blocks: 2.65 vs 3.02 ms per GiB on H200 (NOTES.md, "A 3-D mask sliding along z");
 // the steps are the largest without spills over a sweep of masks up to 8 x 16 x 16 (sm_80
 // spills two rows at 3).
-#ifndef DC_SLIDE_BLOCKS
 #define DC_SLIDE_BLOCKS 3
-#endif
 #define DC_SLIDE_SETS 6
-#ifndef DC_SLIDE_UNROLL
 #define DC_SLIDE_UNROLL 1
-#endif
 template <typename T, int KD, int PY>
 constexpr int dc_slide_min_blocks() {
 #ifdef DC_TILED_PRE_HOPPER

@@ -40,7 +40,15 @@ def device_constant(host: np.ndarray):
     import cupy
 
     host = np.ascontiguousarray(host)
-    return _on_device(cupy.cuda.runtime.getDevice(), host.tobytes(), host.dtype.str, host.shape)
+    return device_constant_of(host.tobytes(), host.dtype.str, host.shape)
+
+
+def device_constant_of(data: bytes, dtype: str, shape: tuple):
+    """device_constant of an array given as its bytes: a caller that keys other caches on the
+    same bytes object hashes it once (bytes keep their hash)."""
+    import cupy
+
+    return _on_device(cupy.cuda.runtime.getDevice(), data, dtype, shape)
 
 
 @functools.lru_cache(maxsize=64)
