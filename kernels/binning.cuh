@@ -34,14 +34,17 @@ __device__ __forceinline__ int dc_bin_guess(E v, int nbins, E lo, E scale, E fir
 }
 
 // The bin of an in-range v from a guess b in [0, nbins) and eb = e[b], eb1 = e[b + 1]: the largest
-// b with e[b] <= v (the last bin closed), walking on through e only where the guess was off by
-// more than one bin.
+// b with e[b] <= v (the last bin closed). Both comparisons are made before any step, so both
+// edges are loaded at once; the walk goes on through e only where the guess was off by more
+// than one bin (v < eb and v >= eb1 never hold together: the edges increase).
 template <typename E>
 __device__ __forceinline__ int dc_bin_walk(E v, const E *e, int nbins, int b, E eb, E eb1) {
-    if (b > 0 && v < eb) {
-        for (--b; b > 0 && v < e[b]; --b) {}
-    } else if (b < nbins - 1 && v >= eb1) {
-        for (++b; b < nbins - 1 && v >= e[b + 1]; ++b) {}
+    const int d = (int)(b < nbins - 1 && v >= eb1) - (int)(b > 0 && v < eb);
+    b += d;
+    if (d < 0) {
+        for (; b > 0 && v < e[b]; --b) {}
+    } else if (d > 0) {
+        for (; b < nbins - 1 && v >= e[b + 1]; ++b) {}
     }
     return b;
 }

@@ -14,9 +14,8 @@
 // flight per thread with no per-value bounds check. Uniform bins count each value at once,
 // branch-free: in its bin when it lies clear of the edges (dc_bin_clear), else in the spare slot
 // nbins; the counts' flags are settled after the batch, so its counts are in flight together.
-// Only the few values near an edge then look the edges up (LOOKUPS_TOGETHER, for edges in global
-// memory: a pack's lookups issued together, their latencies overlapping).
-template <int BINNING, int UNROLL, bool LOOKUPS_TOGETHER, typename T, typename E, class Count, class Settle>
+// Only the few values near an edge then look the edges up, one at a time.
+template <int BINNING, int UNROLL, typename T, typename E, class Count, class Settle>
 __device__ __forceinline__ void dc_bin_values(const T *__restrict__ x, i64 n, const E *e, int nbins, E lo, E scale,
                                               E slack, E first, E last, Count count, Settle settle) {
     constexpr int VEC = sizeof(T) <= 4 ? 4 : 2;  // values per pack: 16 bytes for float
@@ -68,29 +67,16 @@ __device__ __forceinline__ void dc_bin_values(const T *__restrict__ x, i64 n, co
                     if (f) settle(dc_bin_clear(E(v[u].v[k]), nbins, lo, scale, slack, b) ? b : nbins, f);
                 }
         }
-        if (near_edge && !LOOKUPS_TOGETHER) {
+        // the values near an edge, one at a time: a warp loops as often as its busiest lane
+        // (mostly once), not once for every value a lane might hold
+        for (unsigned m = near_edge; m; m &= m - 1) {
+            const int i = __ffs(m) - 1;
+            E ev = E(v[0].v[0]);
 #pragma unroll
-            for (int i = 0; i < UNROLL * VEC; ++i)
-                if (near_edge >> i & 1) add(v[i / VEC].v[i % VEC]);
-        } else if (near_edge) {
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) {
-                if (!(near_edge >> (u * VEC) & ((1u << VEC) - 1))) continue;
-                int g[VEC];
-                E eb[VEC], eb1[VEC];
-#pragma unroll
-                for (int k = 0; k < VEC; ++k) {  // the pack's edge loads, all before any is used
-                    g[k] = near_edge >> (u * VEC + k) & 1 ? dc_bin_guess(E(v[u].v[k]), nbins, lo, scale, first, last)
-                                                          : -1;
-                    if (g[k] >= 0) {
-                        eb[k] = e[g[k]];
-                        eb1[k] = e[g[k] + 1];
-                    }
-                }
-#pragma unroll
-                for (int k = 0; k < VEC; ++k)
-                    if (g[k] >= 0) count_one(dc_bin_walk(E(v[u].v[k]), e, nbins, g[k], eb[k], eb1[k]));
-            }
+            for (int j = 1; j < UNROLL * VEC; ++j)
+                if (i == j) ev = E(v[j / VEC].v[j % VEC]);
+            const int g = dc_bin_guess(ev, nbins, lo, scale, first, last);
+            if (g >= 0) count_one(dc_bin_walk(ev, e, nbins, g, e[g], e[g + 1]));  // both edges loaded at once
         }
     }
     for (int u = 0; u < UNROLL; ++u, p += blockDim.x) {  // the last, partial batch
@@ -160,7 +146,7 @@ distconv_histogram(const T *__restrict__ x, i64 n, const E *__restrict__ edges, 
     if (!SMEM || WEIGHTED) {  // bound by global or float64 atomics: one value per step
         for (i64 i = gtid; i < n; i += threads) add(x[i], i);
     } else {  // counts in shared memory: packs of values, the common case without a branch
-        dc_bin_values<BINNING, 2, false>(x, n, e, nbins, lo, scale, slack, first, last,  // (UNROLL 1 and 4 measured slower)
+        dc_bin_values<BINNING, 2>(x, n, e, nbins, lo, scale, slack, first, last,  // (UNROLL 1 and 4 measured slower)
                                   [&](int slot) { atomicAdd(my_counts + slot, 1u); return 0u; }, [](int, unsigned) {});
     }
     if (!SMEM) return;
@@ -222,7 +208,7 @@ distconv_histogram_packed(const T *__restrict__ x, i64 n, const E *__restrict__ 
         if (f & 2u) atomicAdd(counts + (b | 1), 0x10000ull);  // 65536 counts of the high bin
     };
     constexpr int UNROLL = sizeof(E) > sizeof(T) ? 1 : 2;  // (2 spilled the widened types at 64 registers)
-    dc_bin_values<BINNING, UNROLL, true>(x, n, edges, nbins, lo, scale, slack, first, last, count, settle);
+    dc_bin_values<BINNING, UNROLL>(x, n, edges, nbins, lo, scale, slack, first, last, count, settle);
     __syncthreads();
     for (int i = tid; i < words; i += blockDim.x) {
         const unsigned w = sc[i];
