@@ -5,6 +5,7 @@ every value the formula trusts must land in numpy's bin."""
 import numpy as np
 import pytest
 
+from distconv.backends.cuda import histogram
 from distconv.backends.cuda.histogram import _grid_of
 
 
@@ -51,3 +52,21 @@ def test_the_slack_is_what_the_arithmetic_needs():
     edges = np.histogram_bin_edges(np.zeros(1), bins=65536, range=(-4, 4)).astype(np.float32)
     slack = _grid_of(edges.tobytes(), edges.dtype.str)[2]
     assert slack < 1.01 * np.finfo(np.float32).eps * 65538
+
+
+def test_binnings_are_reused_only_for_the_same_edges(monkeypatch):
+    """Binning.of finds an entry by the edges' length and ends, and reuses it only when every
+    byte matches: edges that differ in the middle alone get their own binning."""
+    monkeypatch.setattr(histogram, "_device", lambda: 0)
+    monkeypatch.setattr(histogram, "device_constant_of", lambda data, dtype, shape: np.frombuffer(data, dtype))
+    monkeypatch.setattr(histogram, "_RECENT", {})
+    edges = np.histogram_bin_edges(np.zeros(1), bins=65536, range=(-4, 4)).astype(np.float32)
+    first = histogram.Binning.of(edges, True)
+    assert histogram.Binning.of(edges.copy(), True) is first
+    moved = edges.copy()
+    moved[30000] = np.nextafter(moved[30000], np.float32(1))
+    other = histogram.Binning.of(moved, True)
+    assert other is not first and np.array_equal(other.edges, moved) and other.slack > first.slack
+    assert histogram.Binning.of(moved, False).kind != other.kind
+    again = histogram.Binning.of(edges, True)  # (one entry a fingerprint: rebuilt, the same)
+    assert np.array_equal(again.edges, edges) and again.slack == first.slack

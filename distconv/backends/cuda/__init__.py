@@ -44,8 +44,7 @@ def device_constant(host: np.ndarray):
 
 
 def device_constant_of(data: bytes, dtype: str, shape: tuple):
-    """device_constant of an array given as its bytes: a caller that keys other caches on the
-    same bytes object hashes it once (bytes keep their hash)."""
+    """device_constant of an array given as its bytes (a caller that holds them already)."""
     import cupy
 
     return _on_device(cupy.cuda.runtime.getDevice(), data, dtype, shape)
