@@ -174,10 +174,9 @@ distconv_histogram(const T *__restrict__ x, i64 n, const E *__restrict__ edges, 
 //   spare slot, then looked up against the edges, which stay in global memory).
 // Wraps are exact: an add returns the word's old value, so the thread whose add wrapped a bin's
 //   16 bits puts the 65536 into the global count (after its batch of adds, which stay in flight
-//   together), and when the low bin's carry went into the high
-//   half, takes it back from the high bin's global count (an unsigned -1: the final sums are
-//   exact modulo 2^64, and every true count is below that); a carry out of the word's top is
-//   65536 counts of the high bin. The global counts need slots up to the last word's high half
+//   together), and when the low bin's carry went into the high half, takes it back from the
+//   high bin's global count (an unsigned -1: the final sums are exact modulo 2^64, and every
+//   true count is below that); a carry out of the word's top is 65536 counts of the high bin. The global counts need slots up to the last word's high half
 //   (the launcher allocates 2 * words and reads the first nbins).
 // Shared memory (dynamic): words = (nbins + 2) / 2 uint32 (bins and the spare).
 // Limits: words * 4 <= the device's per-block opt-in (the launcher checks); nbins < 2^31.
