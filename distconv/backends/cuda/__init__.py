@@ -37,8 +37,6 @@ def device_constant(host: np.ndarray):
     """A small read-only host array (mask, edges) on the current device, uploaded once per
     device and content: a fresh upload per chunk would be a synchronous copy that waits for
     every kernel queued before it."""
-    import cupy
-
     host = np.ascontiguousarray(host)
     return device_constant_of(host.tobytes(), host.dtype.str, host.shape)
 
