@@ -23,6 +23,32 @@ __device__ __forceinline__ bool dc_bin_clear(E v, int nbins, E lo, E scale, E sl
     return (unsigned)b < (unsigned)nbins && r > slack && r < E(1) - slack;
 }
 
+// Uniform bins, a value near an edge: the formula's bin clamped into range, or -1 outside the
+// edges (NaN included). dc_bin_walk then settles it against e[b] and e[b + 1], which a caller
+// can load for several values at once (their latencies overlap).
+template <typename E>
+__device__ __forceinline__ int dc_bin_guess(E v, int nbins, E lo, E scale, E first, E last) {
+    if (!(v >= first && v <= last)) return -1;
+    const int b = dc_trunc((v - lo) * scale);
+    return b < 0 ? 0 : (b > nbins - 1 ? nbins - 1 : b);
+}
+
+// The bin of an in-range v from a guess b in [0, nbins) and eb = e[b], eb1 = e[b + 1]: the largest
+// b with e[b] <= v (the last bin closed). Both comparisons are made before any step, so both
+// edges are loaded at once; the walk goes on through e only where the guess was off by more
+// than one bin (v < eb and v >= eb1 never hold together: the edges increase).
+template <typename E>
+__device__ __forceinline__ int dc_bin_walk(E v, const E *e, int nbins, int b, E eb, E eb1) {
+    const int d = (int)(b < nbins - 1 && v >= eb1) - (int)(b > 0 && v < eb);
+    b += d;
+    if (d < 0) {
+        for (; b > 0 && v < e[b]; --b) {}
+    } else if (d > 0) {
+        for (; b < nbins - 1 && v >= e[b + 1]; ++b) {}
+    }
+    return b;
+}
+
 // Bin of v (already in the edge type E), or -1 when v falls outside (NaN included).
 // Uniform bins: dc_bin_clear first, the edges only for values near them.
 template <int BINNING, typename E>
@@ -31,15 +57,12 @@ __device__ __forceinline__ int dc_bin(E v, const E *e, int nbins, E lo, E scale,
         return (v >= E(0) && v < E(nbins)) ? int(v) : -1;
     }
     int b;
-    if (BINNING == DC_BIN_UNIFORM && dc_bin_clear(v, nbins, lo, scale, slack, b)) return b;
-    if (!(v >= first && v <= last)) return -1;
     if (BINNING == DC_BIN_UNIFORM) {
-        b = dc_trunc((v - lo) * scale);
-        b = b < 0 ? 0 : (b > nbins - 1 ? nbins - 1 : b);
-        while (b > 0 && v < e[b]) --b;
-        while (b < nbins - 1 && v >= e[b + 1]) ++b;
-        return b;
+        if (dc_bin_clear(v, nbins, lo, scale, slack, b)) return b;
+        b = dc_bin_guess(v, nbins, lo, scale, first, last);
+        return b < 0 ? -1 : dc_bin_walk(v, e, nbins, b, e[b], e[b + 1]);
     }
+    if (!(v >= first && v <= last)) return -1;
     int l = 0, h = nbins;  // largest l with e[l] <= v (invariant), v < e[h] unless h == nbins
     while (h - l > 1) {
         const int m = (l + h) >> 1;

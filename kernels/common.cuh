@@ -87,15 +87,8 @@ __device__ __forceinline__ T dc_tile_load(const DcTile &t, i64 z, i64 y, i64 x, 
 
 // Asynchronous global -> shared copies (sm_80+): the copy goes straight to shared memory, so a
 // thread can have its whole share of a tile in flight without holding it in registers.
-// DC_STAGE_ASYNC 0 turns them off (for measuring; benchmarks/diagnose_kernels.py).
-#ifndef DC_STAGE_ASYNC
-#define DC_STAGE_ASYNC 1
-#endif
-#ifndef DC_STAGE_VEC  // 16-byte asynchronous copies where the window's rows are aligned (0: 4-byte)
-#define DC_STAGE_VEC 1
-#endif
 // (a #if, not a number: the loader reads only numeric DC_ defines, which must be single-valued)
-#if DC_STAGE_ASYNC && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define DC_CP_ASYNC_ON_ARCH true
 #else
 #define DC_CP_ASYNC_ON_ARCH false
@@ -105,13 +98,13 @@ template <typename A> struct DcSame<A, A> { static constexpr bool value = true; 
 
 template <int BYTES>
 __device__ __forceinline__ void dc_cp_async(void *smem, const void *gmem) {
-#if DC_STAGE_ASYNC && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     const unsigned int dst = (unsigned int)__cvta_generic_to_shared(smem);
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst), "l"(gmem), "n"(BYTES));
 #endif
 }
 __device__ __forceinline__ void dc_cp_async_wait_all() {
-#if DC_STAGE_ASYNC && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("cp.async.wait_all;\n" ::: "memory");
 #endif
 }
@@ -121,9 +114,9 @@ __device__ __forceinline__ void dc_cp_async_wait_all() {
 // takes copies tid, tid + NT, ...: its row and column advance by constants from one copy to the
 // next, so a copy costs a few adds, not a division and a 64-bit multiply (20 instructions per
 // 4-byte copy before; NOTES.md, "Kernels, round 3").
-#ifndef DC_STAGE_UNROLL  // copies per loop step: 2 costs 10.5 instructions a copy, 1 costs 15
-#define DC_STAGE_UNROLL 2   // (4: 8.75, but it spilled the tiled kernels; NOTES.md, "Kernels, round 3")
-#endif
+// Copies per loop step: 2 costs 10.5 instructions a copy, 1 costs 15 (4: 8.75, but it spilled
+// the tiled kernels).
+#define DC_STAGE_UNROLL 2
 template <int B, int SH, int SW, int NT, int UNROLL, typename T>
 __device__ __forceinline__ void dc_stage_copies(T *s, const T *p, int csy, int tid) {
     constexpr int E = B / sizeof(T), ROW = SW / E, N = SH * ROW;  // copies per row, in all
@@ -213,13 +206,13 @@ __device__ __forceinline__ void dc_stage(T *s, const DcTile &src, i64 iz, i64 iy
         const bool narrow = (SH + NT + 2) * csy < (i64)1 << 31;
         const int csy32 = (int)csy;
         bool staged = false;
-        if constexpr (DC_STAGE_VEC && SW % (16 / sizeof(T)) == 0) {
+        if constexpr (SW % (16 / sizeof(T)) == 0) {
             if (narrow && (a & 15) == 0) {
                 dc_stage_copies<16, SH, SW, NT, UNROLL>(s, p, csy32, tid);
                 staged = true;
             }
         }
-        if constexpr (DC_STAGE_VEC && sizeof(T) == 4 && SW % 2 == 0) {
+        if constexpr (sizeof(T) == 4 && SW % 2 == 0) {
             if (narrow && !staged && (a & 7) == 0) {  // e.g. a 5-wide mask's window: two floats off
                 dc_stage_copies<8, SH, SW, NT, UNROLL>(s, p, csy32, tid);
                 staged = true;
@@ -389,11 +382,13 @@ __device__ __forceinline__ void dc_store4(double *o, double a, double b, double 
 
 // A thread's PY outputs of column x, rows y.. of plane z (rows past oH and columns past oW
 // skipped): across a warp's 32 adjacent columns every store is coalesced.
+// (The rows left are compared once, in 32 bits: a 64-bit test a row cost ~3 instructions an output.)
 template <int PY, typename T>
 __device__ __forceinline__ void dc_store_column(T *out, const T (&v)[PY], i64 z, i64 y, i64 x, i64 oH, i64 oW) {
-    if (x >= oW) return;
+    if (x >= oW || y >= oH) return;
     T *o = out + (z * oH + y) * oW + x;
+    const int rows = oH - y < PY ? (int)(oH - y) : PY;
 #pragma unroll
     for (int q = 0; q < PY; ++q, o += oW)
-        if (y + q < oH) *o = v[q];
+        if (q < rows) *o = v[q];
 }

@@ -98,12 +98,8 @@ __device__ __forceinline__ void dc_store_run(T *o, const T (&v)[4], i64 x, i64 o
 // over a sweep of 420 mask shapes up to 32 x 32 on sm_90 (rows of one, or up to 64 taps at most
 // 8 wide: 4; up to 24 wide: 3; wider: 2); sm_80's allocator spills at 3 already, so builds
 // before Hopper keep 2; double keeps one.
-#ifndef DC_TILED_BLOCKS_SMALL  // (-D overrides: benchmarks/diagnose_kernels.py)
 #define DC_TILED_BLOCKS_SMALL 4
-#endif
-#ifndef DC_TILED_BLOCKS_MID
 #define DC_TILED_BLOCKS_MID 3
-#endif
 #define DC_TILED_BLOCKS_WIDE 2
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #define DC_TILED_PRE_HOPPER 1  // (a #if, never both values in one compile: the loader reads one;
@@ -198,13 +194,9 @@ distconv_correlate_tiled(const __grid_constant__ DcTile src, T *__restrict__ out
 // 5x5x5 at 3 blocks: 2.65 vs 3.02 ms per GiB on H200 (NOTES.md, "A 3-D mask sliding along z");
 // the steps are the largest without spills over a sweep of masks up to 8 x 16 x 16 (sm_80
 // spills two rows at 3).
-#ifndef DC_SLIDE_BLOCKS
 #define DC_SLIDE_BLOCKS 3
-#endif
 #define DC_SLIDE_SETS 6
-#ifndef DC_SLIDE_UNROLL
 #define DC_SLIDE_UNROLL 1
-#endif
 template <typename T, int KD, int PY>
 constexpr int dc_slide_min_blocks() {
 #ifdef DC_TILED_PRE_HOPPER
@@ -506,14 +498,17 @@ distconv_separable2d(const __grid_constant__ DcTile src, T *__restrict__ out, i6
 // Threads -> data: as distconv_separable2d without its second step: 256 threads own a TH x TW
 //   output tile of one plane z (blockIdx.x: column tiles, blockIdx.y: row tiles, grid-stride;
 //   blockIdx.z: planes). Horizontal pass: a thread takes DC_SEP_PX consecutive columns of one
-//   staged row and computes both terms' x passes from one register window. Vertical pass: a
+//   staged row and computes both terms' x passes from one register window (SYM: both x masks
+//   symmetric, K1 odd, each mirrored pair of the window summed once for both terms: 26 instead
+//   of 34 FMA and adds an output for 17 taps). Vertical pass: a
 //   thread takes one column and DC_SEP_PY consecutive rows, both terms' y passes, combines
 //   them and stores (a warp covers 32 adjacent columns: coalesced).
 // Shared memory (dynamic): the input tile with its halo, SH = TH+K0-1 rows x SWP columns (as
 //   distconv_separable2d), then the two horizontal results, 2 x HH x TW (HH = TH + K0 - 1);
 //   the launcher's formula (convolve.py, _terms_smem) is this one.
 // Taps: a0, a1, b0, b1 (2 x (K0 + K1) values) by value, as distconv_separable2d's.
-// Rounding: each term in T, x pass then y pass, as distconv_separable2d; then combined in T.
+// Rounding: each term in T, x pass then y pass, as distconv_separable2d (SYM: the x pass adds
+//   each mirrored pair first, then the centre and the pairs from the middle out); then combined in T.
 // Limits: K0, K1 <= DC_SEP_MAX_TAPS; origins 0; one mode for both terms (constant only with
 //   cval 0: then the order of a term's passes does not change its edges).
 // Occupancy: three blocks per SM for float (72 registers, 3 x ~66 KiB of shared memory at 17
@@ -521,7 +516,7 @@ distconv_separable2d(const __grid_constant__ DcTile src, T *__restrict__ out, i6
 //   three blocks per SM").
 #define DC_TERMS_SUM 0
 #define DC_TERMS_MAGNITUDE 1
-template <typename T, int K0, int K1, int COMBINE>
+template <typename T, int K0, int K1, int COMBINE, bool SYM>
 __global__ void __launch_bounds__(DC_SEP_BX *DC_SEP_BY, sizeof(T) == 4 ? 3 : 1)
 distconv_terms2d(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW, i64 offH,
                  i64 offW, int mode, T cval, const DcTaps<T, 2 * (K0 + K1)> taps) {
@@ -532,6 +527,7 @@ distconv_terms2d(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD
     constexpr int NSEG = TH / PY;
     static_assert(PX == 4 && TW % PX == 0 && TH % PY == 0, "tile shape");
     static_assert(K0 <= DC_SEP_MAX_TAPS && K1 <= DC_SEP_MAX_TAPS, "passes within DC_SEP_MAX_TAPS");
+    static_assert(!SYM || K1 % 2 == 1, "mirrored pairs around a centre tap");
     extern __shared__ __align__(16) unsigned char dc_smem_raw[];
     T *s_in = reinterpret_cast<T *>(dc_smem_raw);
     T *s_a = s_in + SH * SWP;
@@ -550,15 +546,34 @@ distconv_terms2d(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD
                 T win[WN];
                 dc_load_window<WN>(win, s_in + r * SWP + c);
                 T a[PX], b[PX];
-#pragma unroll
-                for (int q = 0; q < PX; ++q) a[q] = b[q] = T(0);
-#pragma unroll
-                for (int k = 0; k < K1; ++k) {
-                    const T wa = taps.w[K0 + k], wb = taps.w[2 * K0 + K1 + k];
+                if constexpr (SYM) {
+                    constexpr int M = K1 / 2;  // the centre tap
 #pragma unroll
                     for (int q = 0; q < PX; ++q) {
-                        a[q] = fma(wa, win[q + k], a[q]);
-                        b[q] = fma(wb, win[q + k], b[q]);
+                        a[q] = taps.w[K0 + M] * win[q + M];
+                        b[q] = taps.w[2 * K0 + K1 + M] * win[q + M];
+                    }
+#pragma unroll
+                    for (int k = M - 1; k >= 0; --k) {
+                        const T wa = taps.w[K0 + k], wb = taps.w[2 * K0 + K1 + k];
+#pragma unroll
+                        for (int q = 0; q < PX; ++q) {
+                            const T pair = win[q + k] + win[q + K1 - 1 - k];
+                            a[q] = fma(wa, pair, a[q]);
+                            b[q] = fma(wb, pair, b[q]);
+                        }
+                    }
+                } else {
+#pragma unroll
+                    for (int q = 0; q < PX; ++q) a[q] = b[q] = T(0);
+#pragma unroll
+                    for (int k = 0; k < K1; ++k) {
+                        const T wa = taps.w[K0 + k], wb = taps.w[2 * K0 + K1 + k];
+#pragma unroll
+                        for (int q = 0; q < PX; ++q) {
+                            a[q] = fma(wa, win[q + k], a[q]);
+                            b[q] = fma(wb, win[q + k], b[q]);
+                        }
                     }
                 }
                 dc_store4(s_a + r * TW + c, a[0], a[1], a[2], a[3]);

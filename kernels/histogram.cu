@@ -7,18 +7,28 @@
 
 #include "binning.cuh"
 
-// Every value of x[0, n) handed out, grid-stride over the whole grid, read as packs of 4 values
-// (2 for 8-byte types; the few values before the first pack boundary and after the last whole
-// pack one per thread), UNROLL packs in flight per thread with no per-value bounds check.
-// Uniform bins count each value at once with count(slot), branch-free: in its bin when it lies
-// clear of the edges (dc_bin_clear), else in the spare slot nbins, and only those few then go
-// to add(value), which looks the edges up; other binnings give every value to add(value).
-template <int BINNING, int UNROLL, typename T, typename E, class Count, class Add>
-__device__ __forceinline__ void dc_bin_values(const T *__restrict__ x, i64 n, int nbins, E lo, E scale, E slack,
-                                              Count count, Add add) {
+// Every value of x[0, n) counted: its bin b from dc_bin over the edges e, then count(b), which
+// returns 0 or flags for settle(b, flags) (a counter that wrapped; the plain kernel returns 0).
+// Grid-stride over the whole grid, read as packs of 4 values (2 for 8-byte types; the few values
+// before the first pack boundary and after the last whole pack one per thread), UNROLL packs in
+// flight per thread with no per-value bounds check. Uniform bins count each value at once,
+// branch-free: in its bin when it lies clear of the edges (dc_bin_clear), else in the spare slot
+// nbins; the counts' flags are settled after the batch, so its counts are in flight together.
+// Only the few values near an edge then look the edges up, one at a time.
+template <int BINNING, int UNROLL, typename T, typename E, class Count, class Settle>
+__device__ __forceinline__ void dc_bin_values(const T *__restrict__ x, i64 n, const E *e, int nbins, E lo, E scale,
+                                              E slack, E first, E last, Count count, Settle settle) {
     constexpr int VEC = sizeof(T) <= 4 ? 4 : 2;  // values per pack: 16 bytes for float
     struct alignas(VEC * sizeof(T)) Pack { T v[VEC]; };
     constexpr unsigned PACK = sizeof(Pack);
+    const auto count_one = [&](int b) {
+        const unsigned f = count(b);
+        if (f) settle(b, f);
+    };
+    const auto add = [&](T value) {
+        const int b = dc_bin<BINNING, E>(E(value), e, nbins, lo, scale, slack, first, last);
+        if (b >= 0) count_one(b);
+    };
     const i64 gtid = (i64)blockIdx.x * blockDim.x + threadIdx.x, threads = (i64)gridDim.x * blockDim.x;
     const i64 head = min(n, (i64)(((PACK - reinterpret_cast<unsigned long long>(x) % PACK) % PACK) / sizeof(T)));
     const i64 packs = (n - head) / VEC, tail = head + packs * VEC;
@@ -30,26 +40,43 @@ __device__ __forceinline__ void dc_bin_values(const T *__restrict__ x, i64 n, in
         Pack v[UNROLL];
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) v[u] = px[p + u * blockDim.x];
-        unsigned near_edge = 0;
+        if (BINNING != DC_BIN_UNIFORM) {
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+                for (int k = 0; k < VEC; ++k) add(v[u].v[k]);
+            continue;
+        }
+        unsigned near_edge = 0, flags = 0;  // a bit a value; two bits a value
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
             for (int k = 0; k < VEC; ++k) {
-                if (BINNING != DC_BIN_UNIFORM) {
-                    add(v[u].v[k]);
-                } else {
-                    int b;
-                    const bool clear = dc_bin_clear(E(v[u].v[k]), nbins, lo, scale, slack, b);
-                    count(clear ? b : nbins);
-                    near_edge |= (unsigned)!clear << (u * VEC + k);
-                }
+                int b;
+                const bool clear = dc_bin_clear(E(v[u].v[k]), nbins, lo, scale, slack, b);
+                flags |= count(clear ? b : nbins) << 2 * (u * VEC + k);
+                near_edge |= (unsigned)!clear << (u * VEC + k);
             }
-        if (near_edge) {
+        if (flags) {
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
-                for (int k = 0; k < VEC; ++k)
-                    if (near_edge >> (u * VEC + k) & 1) add(v[u].v[k]);
+                for (int k = 0; k < VEC; ++k) {
+                    const unsigned f = flags >> 2 * (u * VEC + k) & 3u;
+                    int b;
+                    if (f) settle(dc_bin_clear(E(v[u].v[k]), nbins, lo, scale, slack, b) ? b : nbins, f);
+                }
+        }
+        // the values near an edge, one at a time: a warp loops as often as its busiest lane
+        // (mostly once), not once for every value a lane might hold
+        for (unsigned m = near_edge; m; m &= m - 1) {
+            const int i = __ffs(m) - 1;
+            E ev = E(v[0].v[0]);
+#pragma unroll
+            for (int j = 1; j < UNROLL * VEC; ++j)
+                if (i == j) ev = E(v[j / VEC].v[j % VEC]);
+            const int g = dc_bin_guess(ev, nbins, lo, scale, first, last);
+            if (g >= 0) count_one(dc_bin_walk(ev, e, nbins, g, e[g], e[g + 1]));  // both edges loaded at once
         }
     }
     for (int u = 0; u < UNROLL; ++u, p += blockDim.x) {  // the last, partial batch
@@ -119,8 +146,8 @@ distconv_histogram(const T *__restrict__ x, i64 n, const E *__restrict__ edges, 
     if (!SMEM || WEIGHTED) {  // bound by global or float64 atomics: one value per step
         for (i64 i = gtid; i < n; i += threads) add(x[i], i);
     } else {  // counts in shared memory: packs of values, the common case without a branch
-        dc_bin_values<BINNING, 2>(x, n, nbins, lo, scale, slack,  // (UNROLL 1 and 4 measured slower)
-                                  [&](int slot) { atomicAdd(my_counts + slot, 1u); }, [&](T v) { add(v, 0); });
+        dc_bin_values<BINNING, 2>(x, n, e, nbins, lo, scale, slack, first, last,  // (UNROLL 1 and 4 measured slower)
+                                  [&](int slot) { atomicAdd(my_counts + slot, 1u); return 0u; }, [](int, unsigned) {});
     }
     if (!SMEM) return;
     __syncthreads();
@@ -146,10 +173,10 @@ distconv_histogram(const T *__restrict__ x, i64 n, const E *__restrict__ edges, 
 //   distconv_histogram; uniform bins count values clear of the edges branch-free (the rest in a
 //   spare slot, then looked up against the edges, which stay in global memory).
 // Wraps are exact: an add returns the word's old value, so the thread whose add wrapped a bin's
-//   16 bits puts the 65536 into the global count, and when the low bin's carry went into the high
-//   half, takes it back from the high bin's global count (an unsigned -1: the final sums are
-//   exact modulo 2^64, and every true count is below that); a carry out of the word's top is
-//   65536 counts of the high bin. The global counts need slots up to the last word's high half
+//   16 bits puts the 65536 into the global count (after its batch of adds, which stay in flight
+//   together), and when the low bin's carry went into the high half, takes it back from the
+//   high bin's global count (an unsigned -1: the final sums are exact modulo 2^64, and every
+//   true count is below that); a carry out of the word's top is 65536 counts of the high bin. The global counts need slots up to the last word's high half
 //   (the launcher allocates 2 * words and reads the first nbins).
 // Shared memory (dynamic): words = (nbins + 2) / 2 uint32 (bins and the spare).
 // Limits: words * 4 <= the device's per-block opt-in (the launcher checks); nbins < 2^31.
@@ -165,22 +192,22 @@ distconv_histogram_packed(const T *__restrict__ x, i64 n, const E *__restrict__ 
     __syncthreads();
     const E first = BINNING == DC_BIN_INTEGER ? E(0) : edges[0];
     const E last = BINNING == DC_BIN_INTEGER ? E(0) : edges[nbins];
-    const auto count = [=](int b) {  // one more in slot b, its 16-bit wraps settled globally
+    // one more in slot b: the old word says whether the add wrapped the low half into the high
+    // one (flag 1) or the word past its top (flag 2), for settle to put right globally
+    const auto count = [=](int b) {
         const unsigned add = (b & 1) ? 0x10000u : 1u;
         const unsigned old = atomicAdd(sc + (b >> 1), add);
-        if (!(b & 1) && (old & 0xFFFFu) == 0xFFFFu) {      // the low bin wrapped into the high half
+        return (unsigned)(!(b & 1) && (old & 0xFFFFu) == 0xFFFFu) | (unsigned)(old > 0xFFFFFFFFu - add) << 1;
+    };
+    const auto settle = [=](int b, unsigned f) {
+        if (f & 1u) {  // the low bin's carry went into the high half: 65536 more low, one fewer high
             atomicAdd(counts + b, 0x10000ull);
             atomicAdd(counts + b + 1, ~0ull);
         }
-        if (old > 0xFFFFFFFFu - add)                       // the word overflowed its top
-            atomicAdd(counts + (b | 1), 0x10000ull);
-    };
-    const auto add = [=](T value) {
-        const int b = dc_bin<BINNING, E>(E(value), edges, nbins, lo, scale, slack, first, last);
-        if (b >= 0) count(b);
+        if (f & 2u) atomicAdd(counts + (b | 1), 0x10000ull);  // 65536 counts of the high bin
     };
     constexpr int UNROLL = sizeof(E) > sizeof(T) ? 1 : 2;  // (2 spilled the widened types at 64 registers)
-    dc_bin_values<BINNING, UNROLL>(x, n, nbins, lo, scale, slack, count, add);
+    dc_bin_values<BINNING, UNROLL>(x, n, edges, nbins, lo, scale, slack, first, last, count, settle);
     __syncthreads();
     for (int i = tid; i < words; i += blockDim.x) {
         const unsigned w = sc[i];

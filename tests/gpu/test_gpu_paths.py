@@ -305,7 +305,8 @@ def test_histogram_values_on_and_beside_the_edges(gpu, rng, dtype):
     """Uniform bins trust (v - lo) * scale only away from the edges: values exactly on them, one
     ulp either side, and ranges whose edges sit off the ideal grid (far from zero) must land
     where numpy puts them."""
-    for bins, rng_ in [(256, (-1.3, 2.9)), (7, (0.0, 1.0)), (200, (1000.0, 1001.0)), (256, None)]:
+    for bins, rng_ in [(256, (-1.3, 2.9)), (7, (0.0, 1.0)), (200, (1000.0, 1001.0)), (256, None),
+                       (65536, (-4.0, 4.0)), (65536, (-100.3, 257.9))]:  # the packed kernel's lookups too
         a = (rng.uniform(-2, 3, 100_001) if rng_ is None or rng_[0] < 100 else 1000 + rng.random(100_001)).astype(dtype)
         e = np.histogram_bin_edges(a, bins=bins, range=rng_).astype(dtype)
         near = np.concatenate([e, np.nextafter(e, np.inf), np.nextafter(e, -np.inf)]).astype(dtype)

@@ -63,3 +63,18 @@ def test_what_the_kernel_cannot_take_runs_the_passes(gpu, rng, launches, name):
     c = a.astype(np.float64)
     assert_matches(host(gpu.run(fn, c, sigma=1.0)), ref_fn(c, 1.0))
     assert not launches
+
+
+def test_the_laplacian_adds_mirrored_pairs_once_for_both_terms(gpu, rng, monkeypatch):
+    """gaussian_laplace's x masks (Gaussian, second derivative) are symmetric: its kernel build
+    adds each mirrored pair once (SYM); the gradient magnitude's first derivative is not."""
+    from distconv.backends.cuda import loader
+
+    names, real = [], loader.function
+    monkeypatch.setattr(loader, "function", lambda pattern, name, *a: (names.append(name), real(pattern, name, *a))[1])
+    a = rng.standard_normal((301, 157)).astype(np.float32)
+    for name, sym in (("gaussian_laplace", "true"), ("gaussian_gradient_magnitude", "false")):
+        for mode in MODES[:4]:
+            assert_matches(host(gpu.run(getattr(dc, name), a, sigma=2.0, mode=mode)),
+                           getattr(ndi, name)(a, 2.0, mode=mode))
+        assert names[-1].startswith("distconv_terms2d<") and names[-1].endswith(f", {sym}>"), names[-1]

@@ -37,10 +37,15 @@ def device_constant(host: np.ndarray):
     """A small read-only host array (mask, edges) on the current device, uploaded once per
     device and content: a fresh upload per chunk would be a synchronous copy that waits for
     every kernel queued before it."""
+    host = np.ascontiguousarray(host)
+    return device_constant_of(host.tobytes(), host.dtype.str, host.shape)
+
+
+def device_constant_of(data: bytes, dtype: str, shape: tuple):
+    """device_constant of an array given as its bytes (a caller that holds them already)."""
     import cupy
 
-    host = np.ascontiguousarray(host)
-    return _on_device(cupy.cuda.runtime.getDevice(), host.tobytes(), host.dtype.str, host.shape)
+    return _on_device(cupy.cuda.runtime.getDevice(), data, dtype, shape)
 
 
 @functools.lru_cache(maxsize=64)

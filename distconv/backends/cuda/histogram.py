@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import device_attribute, device_constant, guard_memory, loader, resident_blocks
+from . import device_attribute, device_constant, device_constant_of, guard_memory, loader, resident_blocks
 from .types import ctype
 
 SMEM_BUDGET = 96 * 1024   # privatized copies live here; above it the global-atomic path runs
@@ -35,22 +35,27 @@ def _weights(weights, n):
     return w, ctype(w.dtype)
 
 
-def _slack(edges: np.ndarray, E) -> float:
-    return _slack_of(edges.astype(E).tobytes(), np.dtype(E).str)
-
-
 @functools.lru_cache(maxsize=64)
-def _slack_of(edges: bytes, E: str) -> float:
-    """How far, in bins, (v - lo) * scale computed in E may sit from where the edges really cut:
-    the edges' distance from the ideal grid (in extended precision: a float64 "ideal" rounds as
-    the edges do and would hide it) plus a few roundings of the arithmetic. The kernel trusts
-    the formula only further than this from a bin's ends (kernels/histogram.cu dc_bin)."""
-    e = np.frombuffer(edges, dtype=E).astype(np.longdouble)  # (cached: 2-4 ms for 65536 bins)
+def _grid_of(edges: bytes, E: str) -> tuple:
+    """(lo, scale, slack) of uniform edges for the kernels' (v - lo) * scale, computed in E.
+    slack: how far, in bins, that may sit from where the edges really cut: the edges' distance
+    from the ideal grid (in extended precision: a float64 "ideal" rounds as the edges do and
+    would hide it), plus the arithmetic's error: v - lo and the product each round by at most
+    eps / 2 of a result under nbins + 1 bins, and scale is off by its own relative error; plus
+    eps for the comparison with 1 - slack. The kernel trusts the formula only further than this
+    from a bin's ends (kernels/binning.cuh dc_bin_clear)."""
+    e = np.frombuffer(edges, dtype=E)
     nbins = len(e) - 1
+    lo = float(e[0])
+    scale = nbins / (float(e[-1]) - lo)
     ld = np.longdouble
-    exact_scale = ld(nbins) / (e[-1] - e[0])
-    off_grid = float(np.max(np.abs((e - e[0]) * exact_scale - np.arange(nbins + 1, dtype=ld))))
-    return min(0.5, off_grid + 8 * float(np.finfo(E).eps) * (nbins + 1))
+    el = e.astype(ld)  # (cached: 2-4 ms for 65536 bins)
+    exact_scale = ld(nbins) / (el[-1] - el[0])
+    off_grid = float(np.max(np.abs((el - el[0]) * exact_scale - np.arange(nbins + 1, dtype=ld))))
+    scale_error = float(abs(ld(np.dtype(E).type(scale)) - exact_scale) / exact_scale)
+    eps = float(np.finfo(E).eps)
+    arithmetic = (eps + scale_error) * (nbins + 1) + eps
+    return lo, scale, min(0.5, (off_grid + arithmetic) * (1 + 2.0**-20))
 
 
 def _launch(x, edges_dev, E, nbins, binning, lo, scale, slack, weights):
@@ -101,6 +106,16 @@ def _launch_packed(x, edges_dev, E, nbins, binning, lo, scale, slack):
     return counts[:nbins].view(np.int64)
 
 
+RECENT_MAX = 64  # Binning.of's entries
+_RECENT: dict = {}
+
+
+def _device() -> int:
+    import cupy
+
+    return cupy.cuda.runtime.getDevice()
+
+
 @dataclass(frozen=True)
 class Binning:
     """How a kernel bins values into ``edges`` (dc_bin's arguments, kernels/binning.cuh)."""
@@ -115,12 +130,28 @@ class Binning:
 
     @classmethod
     def of(cls, edges: np.ndarray, uniform: bool) -> "Binning":
+        """Cached per device and content: hashing 65537 edges' bytes costs more than the rest
+        of a call's host work, so a cheap fingerprint (length and both ends) finds the entry and
+        a comparison of the bytes confirms it."""
         E = np.dtype(np.float32) if edges.dtype == np.float32 else np.dtype(np.float64)
-        nbins = len(edges) - 1
-        lo = float(edges[0])
-        return cls(E, device_constant(edges.astype(E)), nbins,
-                   loader.define("DC_BIN_UNIFORM" if uniform else "DC_BIN_EDGES"), lo,
-                   nbins / (float(edges[-1]) - lo), _slack(edges, E) if uniform else 0.0)
+        host = np.ascontiguousarray(edges, dtype=E)
+        data = host.tobytes()
+        key = (_device(), E.str, uniform, len(data), data[:64], data[-64:])
+        hit = _RECENT.get(key)
+        if hit is not None and hit[0] == data:
+            return hit[1]
+        nbins = len(host) - 1
+        if uniform:
+            lo, scale, slack = _grid_of(data, E.str)
+        else:
+            lo = float(host[0])
+            scale, slack = nbins / (float(host[-1]) - lo), 0.0
+        b = cls(E, device_constant_of(data, E.str, host.shape), nbins,
+                loader.define("DC_BIN_UNIFORM" if uniform else "DC_BIN_EDGES"), lo, scale, slack)
+        if len(_RECENT) >= RECENT_MAX:
+            _RECENT.clear()
+        _RECENT[key] = (data, b)
+        return b
 
     def args(self) -> tuple:
         """(edges, nbins, lo, scale, slack) as the kernels take them."""

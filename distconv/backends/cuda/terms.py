@@ -34,10 +34,10 @@ def correlate_terms(block, terms: list, cval: float, combine: str, dtype=None):
 
 
 def _plan(tile: Tile, terms: list, cval: float, dtype):
-    """(axis groups, (a0, a1), taps a0 a1 b0 b1, mode) when distconv_terms2d runs ``terms``;
-    else None: float32 in and out, two terms of one centred pass along each of the same two
-    axes (the innermost axis groups), masks of equal length per axis, one mode (constant only
-    with cval 0, where the order of a term's passes does not change its edges)."""
+    """(axis groups, (a0, a1), (K0, K1), taps a0 a1 b0 b1 in T, mode, SYM) when distconv_terms2d
+    runs ``terms``; else None: float32 in and out, two terms of one centred pass along each of
+    the same two axes (the innermost axis groups), masks of equal length per axis, one mode
+    (constant only with cval 0, where the order of a term's passes does not change its edges)."""
     T = np.dtype(np.float32)
     if tile.centre.dtype != T or np.dtype(dtype or T) != T or len(terms) != 2:
         return None
@@ -56,8 +56,15 @@ def _plan(tile: Tile, terms: list, cval: float, dtype):
     gs = plane_groups(tile, a0, a1)
     if gs is None:
         return None
-    taps = np.concatenate([w_a0, w_a1, w_b0, w_b1])
-    return gs, (a0, a1), (len(w_a0), len(w_a1)), taps, mode
+    k0, k1 = len(w_a0), len(w_a1)
+    taps = np.concatenate([w_a0, w_a1, w_b0, w_b1]).astype(T)
+    return gs, (a0, a1), (k0, k1), taps, mode, _mirrored(taps[k0:k0 + k1], taps[-k1:])
+
+
+def _mirrored(*masks) -> bool:
+    """Whether the kernel's x pass may add mirrored pairs first (SYM): odd masks that read the
+    same backwards, in the kernel's type (the Laplacian's Gaussian and its second derivative)."""
+    return all(len(m) % 2 == 1 and np.array_equal(m, m[::-1]) for m in masks)
 
 
 def _smem(T, k0: int, k1: int) -> int:
@@ -69,11 +76,11 @@ def _smem(T, k0: int, k1: int) -> int:
 
 
 def _launch(tile: Tile, plan, cval: float, combine: str, out):
-    gs, (a0, a1), (k0, k1), weights, mode = plan
+    gs, (a0, a1), (k0, k1), weights, mode, sym = plan
     T = tile.centre.dtype
     oD, oH, oW = group_sizes(tile.centre.shape, gs)
     smem = _smem(T, k0, k1)
-    fn = loader.function("convolve", loader.template("distconv_terms2d", "float", k0, k1, COMBINE[combine]), smem)
+    fn = loader.function("convolve", loader.template("distconv_terms2d", "float", k0, k1, COMBINE[combine], sym), smem)
     src, _keep = dc_tile(tile, gs)
     th, tw = loader.define("DC_SEP_TH"), loader.define("DC_SEP_TW")
     grid = (-(-oW // tw), min(-(-oH // th), GRID_YZ), min(oD, GRID_YZ))
@@ -83,4 +90,5 @@ def _launch(tile: Tile, plan, cval: float, combine: str, out):
     fn(grid, (loader.define("DC_SEP_BX"), loader.define("DC_SEP_BY")), args, shared_mem=smem)
 
 
-INSTANTIATIONS = [loader.template("distconv_terms2d", "float", k, k, c) for k in (9, 17, 33) for c in (0, 1)]
+INSTANTIATIONS = [loader.template("distconv_terms2d", "float", k, k, c, sym)
+                  for k in (9, 17, 33) for c in (0, 1) for sym in (False, True)]
