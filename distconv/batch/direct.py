@@ -16,11 +16,10 @@ from .. import engine
 from ..core.checks import DistconvWarning
 from ..core.stencil import ScanStep, Stencil
 from ..engine.location import join
-from ..engine.storage import dataset_array_name
 from ..graph.declared import declared, fusing
-from ..ops.histograms import planned_edges
 from ..ops.registry import OPS
 from .inputs import region_box, stored_input, whole_input
+from .steps import step_function
 from .workflow import Workflow, region_edges
 
 
@@ -84,25 +83,17 @@ def planned_steps(wf: Workflow):
 
 
 def _planned(wf: Workflow):
-    """planned_steps' answer, worked out. An array is planned over one lazy chunk of it, never
-    computed: the engine cuts its own blocks, and storage chunks thinner than a halo would be
-    merged first, hiding the chain behind the merge."""
-    import dask.array as da
-
-    whole, dataset = whole_input(wf), "variable" in wf.input
-    if dataset:
-        result = whole
-    else:
-        z = stored_input(wf)
-        result = (da.from_zarr(z, chunks=z.shape) if z is not None
-                  else da.zeros(whole.shape, whole.dtype, chunks=whole.shape))
+    """planned_steps' answer, worked out. An array's steps are planned (core.planned: no graph,
+    no dask) where each makes one stencil or scan step; from a step that cannot, on the lazy dask
+    array (batch.steps). A dataset variable's run on its lazy DataArray."""
+    result, dataset = whole_input(wf), "variable" in wf.input
     unfused = None
     with warnings.catch_warnings():
         # a dataset's storage chunks thinner than a halo: the engine cuts its own blocks, and the
         # general path, where it runs, says so as it builds its graph
         warnings.filterwarnings("ignore", message="axis .*: chunks too thin", category=DistconvWarning)
         for i, (op, params) in enumerate(wf.steps, 1):
-            result = OPS[op].named(result, **params) if dataset else OPS[op].func(result, **params)
+            result = step_function(op, dataset)(result, **params)
             made = declared(result.data if dataset else result, (Stencil, ScanStep))
             if unfused is None and made is None and fusing():
                 unfused = _not_one_stencil(i, op, params)
@@ -145,6 +136,8 @@ def bins_of(wf: Workflow, dtype):
     hist = wf.outputs.get("histogram")
     if not hist:
         return None, (None, True)
+    from ..ops.histograms import planned_edges
+
     edges, kernel_edges, uniform = planned_edges(dtype, hist.get("bins", 256), hist.get("range"))
     return edges, (kernel_edges, uniform)
 
@@ -164,13 +157,15 @@ def planned_job(wf: Workflow, gpu: bool):
     why, found, result = chain(wf)
     if found is None:
         return None, None, why, None, None
-    z, src, st, scan = found
+    stored, src, st, scan = found
     dst = str(wf.outputs["path"])
     if result is not None:  # a dataset variable: its array inside the output dataset
+        from ..engine.storage import dataset_array_name
+
         dst = join(dst, dataset_array_name(result))
-    job, edges = job_of(wf, src, dst, st, scan, gpu, z.shape, z.dtype, z.chunks, z.metadata.to_dict(),
+    job, edges = job_of(wf, src, dst, st, scan, gpu, stored.shape, stored.dtype, stored.chunks, stored.meta,
                         None if result is None else list(map(str, result.dims)))
-    return job, edges, None, z, result
+    return job, edges, None, stored, result
 
 
 def job_of(wf: Workflow, src: str, dst: str, st, scan, gpu: bool, shape, dtype, storage_chunks, src_meta=None,

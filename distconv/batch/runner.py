@@ -112,7 +112,7 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     summary["timeline"] = _timeline(plan, results, stream, started, client)
     if shown.page is not None:
         summary["dashboard"] = shown.page  # the job on the scheduler's distconv page
-    return _with_files(summary, wf, hist, plan.source, array_path)
+    return _with_files(summary, wf, hist, plan, array_path)
 
 
 def _array_facts(path: str, variable: str | None = None) -> dict:
@@ -203,14 +203,15 @@ def _summary(wf: Workflow, client, t0: float, shape, dtype, bytes_in: int, bytes
     return summary
 
 
-def _with_files(summary: dict, wf: Workflow, hist, source, array_path: str) -> dict:
-    """The histogram files and the report, named in the summary."""
+def _with_files(summary: dict, wf: Workflow, hist, plan, array_path: str) -> dict:
+    """The histogram files and the report (its thumbnails read ``plan``'s input), named in the
+    summary."""
     if hist is not None:
         summary["histogram"] = hist
     if wf.report:
         from .report import write_report
 
-        summary["report"] = write_report(wf, summary, source, array_path)
+        summary["report"] = write_report(wf, summary, plan.source, array_path)
     return summary
 
 

@@ -15,6 +15,7 @@ from .. import backends
 from ..core import checks
 from ..core.arrays import on_data
 from ..core.modes import canonical_mode, one_mode
+from ..core.planned import NotPlannable, Planned
 from ..core.stencil import Stencil, chain, mask_depth, passes_depth
 from ..graph.declared import FUSE_KEY, declared, fusing  # noqa: F401  (FUSE_KEY: the switch tests set)
 from . import docs
@@ -30,7 +31,7 @@ def _filter(x, func, depth: tuple, mode, name: str, allow_rechunk: bool, dtype=N
     st = Stencil(func, tuple(depth), mode, name, None if dtype is None else np.dtype(dtype))
 
     def run(data):
-        if checks.array_kind(data) == "dask":
+        if checks.array_kind(data) in ("dask", "planned"):
             return apply_stencil(data, st, allow_rechunk)
         return func(data)
 
@@ -46,15 +47,20 @@ def fused_source(data):
 def apply_stencil(data, st: Stencil, allow_rechunk: bool = True, per_chunk=None, out_func=None,
                   dtype=None, bins=None):
     """``st`` over a dask array as one halo task per chunk, fused with the stencil that made
-    ``data`` when there is one. ``per_chunk``/``out_func``: reduce each chunk's result with
-    ``out_func`` to a small array of that shape instead (a fused histogram; ``bins`` = (edges,
-    uniform) when ``out_func`` counts into them, so a step that can count its own result does)."""
-    from ..graph.halo import map_halo
-
+    ``data`` when there is one; over a planned array (core.planned), the same fused step,
+    planned. ``per_chunk``/``out_func``: reduce each chunk's result with ``out_func`` to a small
+    array of that shape instead (a fused histogram; ``bins`` = (edges, uniform) when
+    ``out_func`` counts into them, so a step that can count its own result does)."""
     prev = fused_source(data)
     source = data
     if prev is not None and prev[1].periodic == st.periodic:
         source, st = prev[0], _fused(prev[1], st)
+    if checks.array_kind(data) == "planned":
+        if out_func is not None or not allow_rechunk:  # (dask's chunks decide whether it may run)
+            raise NotPlannable("a stencil reduced per chunk, or held to its input's chunks")
+        return Planned(data.shape, dtype or st.result_dtype(source.dtype), source, st)
+    from ..graph.halo import map_halo
+
     if out_func is None:
         func = st.func
     elif bins is not None and isinstance(st.func, _Pair):
