@@ -16,7 +16,7 @@ def array_kind(x) -> str:
     mod = type(x).__module__.split(".")[0]
     if mod in ("xarray", "dask"):
         return mod
-    if type(x).__name__ == "Planned" and type(x).__module__ == "distconv.core.planned":
+    if mod == "distconv" and type(x).__name__ == "Planned":
         return "planned"
     return "cupy" if is_cupy(x) else "numpy"
 
