@@ -56,7 +56,7 @@ def test_an_array_workflow_opens_its_input_once(tmp_path, opens, steps, region):
     zarr.create_array(str(tmp_path / "in.zarr"), data=x, chunks=(8, 30))
     inp = {"path": "in.zarr", **({"region": region} if region else {})}
     wf = _load(tmp_path, {"input": inp, "steps": steps, "outputs": {"path": "out.zarr"}})
-    job = batch.job_of(wf)                 # as `distconv run` checks before the cluster starts
+    job = batch.output_identity(wf)                 # as `distconv run` checks before the cluster starts
     batch.preflight(wf, None, False, job)
     s = batch.run(wf, progress=False, job=job)
     # the engine plans from the metadata alone; dask's general path opens the array once more
@@ -77,7 +77,7 @@ def test_a_dataset_workflow_opens_its_input_once(tmp_path, opens):
     wf = _load(tmp_path, {"input": {"path": "in.zarr", "variable": "t"},
                           "steps": [{"op": "gaussian_filter", "sigma": {"lat": 1.0, "lon": 2.0}}],
                           "outputs": {"path": "out.zarr"}})
-    job = batch.job_of(wf)
+    job = batch.output_identity(wf)
     batch.preflight(wf, None, False, job)
     s = batch.run(wf, progress=False, job=job)
     assert s["path"] == "direct" and opens == {"metadata": 0, "array": 0, "dataset": 1}, (opens, s)
@@ -89,7 +89,7 @@ def test_a_dataset_workflow_opens_its_input_once(tmp_path, opens):
 def test_a_synthetic_input_is_opened_once_it_is_written(tmp_path, opens):
     wf = _load(tmp_path, {"input": {"path": "in.zarr", "synthetic": {"shape": [40, 24], "chunks": [8, 24]}},
                           "steps": [{"op": "gaussian_filter", "sigma": 1.0}], "outputs": {"path": "out.zarr"}})
-    job = batch.job_of(wf)
+    job = batch.output_identity(wf)
     batch.preflight(wf, None, False, job)
     s = batch.run(wf, progress=False, job=job)
     assert s["path"] == "direct" and opens == {"metadata": 1, "array": 0, "dataset": 0}, (opens, s)

@@ -24,7 +24,7 @@ from .workflow import Workflow, region_edges
 
 
 def why_not(wf: Workflow) -> str | None:
-    """None when the direct path may apply (plan() has the last word), else the reason it
+    """None when the direct path may apply (direct_job has the last word), else the reason it
     does not."""
     inp = wf.input
     if wf.kind != "array":
@@ -50,10 +50,10 @@ def takes(wf: Workflow) -> bool:
     if stored_input(wf) is None:  # a synthetic input not written yet: the steps' chain decides
         result, unfused = planned_steps(wf)
         return unfused is None and engine.stencil_chain(getattr(result, "data", result))[1] is not None
-    return chain(wf)[1] is not None
+    return engine_steps(wf)[1] is not None
 
 
-def chain(wf: Workflow):
+def engine_steps(wf: Workflow):
     """The steps over the whole input (lazy; a region is the engine's window, not a cut), as
     the engine runs them: (why it cannot, None, result) or (None, (zarr.Array, its folder or
     URL, the fused Stencil, the scan after it or None), result); ``result`` is the lazy
@@ -142,19 +142,19 @@ def bins_of(wf: Workflow, dtype):
     return edges, (kernel_edges, uniform)
 
 
-def plan(wf: Workflow, gpu: bool):
+def direct_job(wf: Workflow, gpu: bool):
     """(the engine's job, numpy histogram edges or None, None), or (None, None, why the engine
     cannot run the steps)."""
-    return planned_job(wf, gpu)[:3]
+    return direct_plan(wf, gpu)[:3]
 
 
-def planned_job(wf: Workflow, gpu: bool):
-    """plan()'s (job, edges, why), then the zarr.Array the job reads and, for a dataset
+def direct_plan(wf: Workflow, gpu: bool):
+    """direct_job's (job, edges, why), then the zarr.Array the job reads and, for a dataset
     variable, the lazy DataArray of its result over the region (the output dataset's frame)."""
     shape = whole_input(wf).shape
     if 0 in tuple(shape):  # no blocks to cut; dask's path writes the empty output
         return None, None, f"the input is empty (shape {tuple(shape)})", None, None
-    why, found, result = chain(wf)
+    why, found, result = engine_steps(wf)
     if found is None:
         return None, None, why, None, None
     stored, src, st, scan = found
@@ -163,12 +163,12 @@ def planned_job(wf: Workflow, gpu: bool):
         from ..engine.storage import dataset_array_name
 
         dst = join(dst, dataset_array_name(result))
-    job, edges = job_of(wf, src, dst, st, scan, gpu, stored.shape, stored.dtype, stored.chunks, stored.meta,
+    job, edges = build_job(wf, src, dst, st, scan, gpu, stored.shape, stored.dtype, stored.chunks, stored.meta,
                         None if result is None else list(map(str, result.dims)))
     return job, edges, None, stored, result
 
 
-def job_of(wf: Workflow, src: str, dst: str, st, scan, gpu: bool, shape, dtype, storage_chunks, src_meta=None,
+def build_job(wf: Workflow, src: str, dst: str, st, scan, gpu: bool, shape, dtype, storage_chunks, src_meta=None,
            dims=None):
     """(the engine's job of the fused chain ``st`` and ``scan`` from the Zarr array at ``src``
     (``wf``'s input, or its variable's array) to ``dst``, numpy histogram edges or None):

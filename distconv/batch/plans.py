@@ -103,5 +103,5 @@ def _direct(wf: Workflow, gpu: bool):
     why = direct.why_not(wf)
     if why is not None:
         return why
-    job, edges, why, src, result = direct.planned_job(wf, gpu)
+    job, edges, why, src, result = direct.direct_plan(wf, gpu)
     return why if job is None else Direct(wf, job, edges, src, result)

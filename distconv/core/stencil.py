@@ -79,7 +79,7 @@ def accepts_out(func) -> bool:
     return bool(getattr(func, "accepts_out", False))
 
 
-def chain(stencils: list[Stencil], name: str | None = None) -> Stencil:
+def chained(stencils: list[Stencil], name: str | None = None) -> Stencil:
     """One stencil doing ``stencils`` in order: it reads the summed halo once; each step writes
     the centre grown by the halo the later steps still need. Each step applies its own mode at
     the global edges, as when run one after another; along one axis wrap cannot mix with other

@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from ..core.arrays import array_kind
 from ..core.stencil import ScanStep, Stencil, identity
 from ..graph.declared import declared, fusing
-from .plan import Job
-from .plan import plan as plan_job
+from .plan import Job, plan_job
 from .source import Stored
 
 
@@ -77,7 +76,7 @@ WRAP_REASON = "a step's mode is wrap (its halo comes from the far edge of the ar
 def plan_write(data, dst: str, gpu: bool, bins=(None, True), out_chunks=None, window=(), edges_data=False,
                out_inner=None) -> Plan:
     """The plan of writing the lazy result ``data`` to ``dst``: the engine's job where it takes
-    the chain (``bins``, ``out_chunks``, ``window``, ``edges_data``, ``out_inner``: as engine.plan's), else
+    the chain (``bins``, ``out_chunks``, ``window``, ``edges_data``, ``out_inner``: as plan_job's), else
     dask's writes of ``data`` and why."""
     why, found = engine_chain(data)
     if found is None:

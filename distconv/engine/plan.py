@@ -70,7 +70,7 @@ class Job:
         return self.scan is not None and self.scan.axis == 0 and len(self.row_blocks) > 1
 
 
-def plan(src: str, dst: str, st: Stencil, shape, dtype, storage_chunks, gpu: bool, src_meta=None,
+def plan_job(src: str, dst: str, st: Stencil, shape, dtype, storage_chunks, gpu: bool, src_meta=None,
          out_chunks=None, bins=(None, True), window=(), edges_data=False, scan=None, out_inner=None) -> Job:
     """The job of ``st`` (a fused stencil chain), then ``scan`` if any, from the Zarr array at
     ``src`` (``shape``, ``dtype``, ``storage_chunks``; ``src_meta``: its metadata document, so

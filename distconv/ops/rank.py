@@ -27,7 +27,7 @@ from ..core.tile import Tile
 from ..core.modes import canonical_mode, canonical_modes, one_mode
 from ..core.stencil import mask_depth, reach
 from . import docs
-from .filters import _filter, _Then, deliver, expand_mask, nan_policy_of, output_dtype
+from .stencil_ops import _filter, _Then, deliver, expand_mask, nan_policy_of, output_dtype
 
 _KINDS = checks.SUPPORTED_KINDS  # no complex: an order is needed
 

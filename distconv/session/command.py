@@ -75,7 +75,7 @@ def _checked_run(workflow_paths, cluster_path, overwrite, resume, no_progress, j
             wf = workflow.load(path)
             loaded.append(wf)
             # what the output records, computed once for the check and the run (bovw records none)
-            job = workflow.job_of(wf) if wf.kind == "array" else {}
+            job = workflow.output_identity(wf) if wf.kind == "array" else {}
             todo.append((path, wf, workflow.preflight(wf, overwrite or None, resume, job), job))
         except workflow.WorkflowError as e:
             problems.append(where + str(e))
@@ -150,7 +150,7 @@ def _dry_run(workflow_paths, cluster_path, overwrite, resume) -> int:
         where = f"{path}: " if len(workflow_paths) > 1 else ""
         try:
             wf = workflow.load(path)
-            job = workflow.job_of(wf) if wf.kind == "array" else {}
+            job = workflow.output_identity(wf) if wf.kind == "array" else {}
             todo.append((wf, workflow.preflight(wf, overwrite or None, resume, job)))
         except workflow.WorkflowError as e:
             problems.append(where + str(e))
