@@ -157,25 +157,23 @@ def direct_plan(wf: Workflow, gpu: bool):
     why, found, result = engine_steps(wf)
     if found is None:
         return None, None, why, None, None
-    stored, src, st, scan = found
+    stored, _, st, scan = found
     dst = str(wf.outputs["path"])
     if result is not None:  # a dataset variable: its array inside the output dataset
         from ..engine.storage import dataset_array_name
 
         dst = join(dst, dataset_array_name(result))
-    job, edges = build_job(wf, src, dst, st, scan, gpu, stored.shape, stored.dtype, stored.chunks, stored.meta,
-                        None if result is None else list(map(str, result.dims)))
+    job, edges = build_job(wf, stored, dst, st, scan, gpu, None if result is None else list(map(str, result.dims)))
     return job, edges, None, stored, result
 
 
-def build_job(wf: Workflow, src: str, dst: str, st, scan, gpu: bool, shape, dtype, storage_chunks, src_meta=None,
-           dims=None):
-    """(the engine's job of the fused chain ``st`` and ``scan`` from the Zarr array at ``src``
-    (``wf``'s input, or its variable's array) to ``dst``, numpy histogram edges or None):
-    ``wf``'s region (by axis, or by name with ``dims``) is its window."""
-    edges, bins = bins_of(wf, scan.dtype if scan is not None else st.result_dtype(dtype))
+def build_job(wf: Workflow, stored, dst: str, st, scan, gpu: bool, dims=None):
+    """(the engine's job of the fused chain ``st`` and ``scan`` from the stored array ``stored``
+    (engine.source.Stored: ``wf``'s input, or its variable's array) to ``dst``, numpy histogram
+    edges or None): ``wf``'s region (by axis, or by name with ``dims``) is its window."""
+    edges, bins = bins_of(wf, scan.dtype if scan is not None else st.result_dtype(stored.dtype))
     region = wf.input.get("region")
-    window = region_box(region, shape, dims) if region else ()
-    job = engine.plan_job(src, dst, st, shape, dtype, storage_chunks, gpu, src_meta,
-                      wf.outputs.get("chunks"), bins, window, region_edges(wf.input) == "data", scan)
+    window = region_box(region, stored.shape, dims) if region else ()
+    job = engine.plan_job(stored, dst, st, gpu, scan=scan, bins=bins, window=window,
+                          edges_data=region_edges(wf.input) == "data", out_chunks=wf.outputs.get("chunks"))
     return job, edges

@@ -81,9 +81,9 @@ def plan_write(data, dst: str, gpu: bool, bins=(None, True), out_chunks=None, wi
     why, found = engine_chain(data)
     if found is None:
         return Plan(data=data, why=why)
-    stored, src, st, scan = found
-    return Plan(job=plan_job(src, dst, st, stored.shape, stored.dtype, stored.chunks, gpu, stored.meta, out_chunks,
-                             bins, window, edges_data, scan, out_inner))
+    stored, _, st, scan = found
+    return Plan(job=plan_job(stored, dst, st, gpu, scan=scan, bins=bins, window=window, edges_data=edges_data,
+                             out_chunks=out_chunks, out_inner=out_inner))
 
 
 def gpu_blocks(client) -> bool:
