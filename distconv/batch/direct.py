@@ -54,10 +54,11 @@ def takes(wf: Workflow) -> bool:
 
 
 def engine_steps(wf: Workflow):
-    """The steps over the whole input (lazy; a region is the engine's window, not a cut), as
-    the engine runs them: (why it cannot, None, result) or (None, (zarr.Array, its folder or
-    URL, the fused Stencil, the scan after it or None), result); ``result`` is the lazy
-    DataArray the steps make over a dataset variable's region (None for an array)."""
+    """The steps over the whole input (planned; a region is the engine's window, not a cut), as
+    the engine runs them: (why it cannot, None, result) or (None, (the stored input
+    (engine.source.Stored), its folder or URL, the fused Stencil, the scan after it or None),
+    result); ``result`` is the lazy DataArray the steps make over a dataset variable's region
+    (None for an array)."""
     result, unfused = planned_steps(wf)
     dataset = hasattr(result, "dims")
     reason, found = engine.engine_chain(result.data if dataset else result)
