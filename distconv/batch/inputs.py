@@ -3,8 +3,6 @@ defines), cut to a region, planned into compute chunks and, on GPU workers, move
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..core.planned import Planned, lazy_of
 from ..engine.location import Location
 from ..engine.source import Stored, read_stored
