@@ -55,7 +55,9 @@ def info(cluster_path):
               "--overwrite would do), starting no cluster and writing nothing")
 def run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, report_dir, dry_run):
     """Run batch workflows, in turn, on one cluster (started once for all of them)."""
-    params = dict(locals())  # this command's arguments, for its body and the warm process
+    # this command's arguments, for its body and the warm process (command.RunArgs' fields)
+    params = dict(workflow_paths=workflow_paths, cluster_path=cluster_path, overwrite=overwrite, resume=resume,
+                  no_progress=no_progress, json_path=json_path, report_dir=report_dir, dry_run=dry_run)
     with cli_policy():  # Ctrl-C: one line, exit 130, the cluster's logs silent meanwhile
         code = command.run(params)
     if code:

@@ -56,7 +56,7 @@ def test_chain_equals_scipy_across_blocks_and_shards(tmp_path, small_blocks, sha
     got = out[...]
     assert np.isfinite(got).all()
     np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-4)
-    job, _, _ = direct.plan(wf, False)
+    job, _, _ = direct.direct_job(wf, False)
     assert len(job.row_blocks) > 2
 
 
@@ -104,7 +104,7 @@ def test_resume_writes_only_missing_blocks(tmp_path, small_blocks):
     clean = _stored(out)[...]
     (out / COMPLETE).unlink()
     x = _stored(wf.input["path"])
-    job, _, _ = direct.plan(wf, False)
+    job, _, _ = direct.direct_job(wf, False)
     leave_block_marks(out, [engine.block_mark(job, i) for i in range(1, len(job.row_blocks))])
     victim = next((out / "c").iterdir())
     for f in victim.rglob("*"):
@@ -228,7 +228,7 @@ def test_distconv_output_as_input_reads_its_shards(tmp_path, small_blocks):
     p.write_text(yaml.safe_dump(doc))
     wf2 = batch.load(p)
     src = _stored(wf.outputs["path"])
-    job, _, _ = direct.plan(wf2, False)
+    job, _, _ = direct.direct_job(wf2, False)
     assert job.src_layout is not None
     s = batch.run(wf2, progress=False)
     assert s["path"] == "direct"

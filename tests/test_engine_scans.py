@@ -79,7 +79,7 @@ def test_scan_equals_numpy_across_blocks(tmp_path, small_blocks, shape, chunks, 
                                    atol=1e-4 * np.abs(ref).max() if ref.dtype == np.float32 else 1e-9)
     else:
         np.testing.assert_array_equal(got, ref)
-    job, _, _ = direct.plan(wf, False)
+    job, _, _ = direct.direct_job(wf, False)
     assert len(job.row_blocks) > 2
     assert job.carried == (params["axis"] == 0)
 
@@ -114,7 +114,7 @@ def test_resume_of_a_carried_scan_writes_only_missing_blocks(tmp_path, small_blo
     out = tmp_path / "out.zarr"
     clean = _out(wf)
     (out / COMPLETE).unlink()
-    job, _, _ = direct.plan(wf, False)
+    job, _, _ = direct.direct_job(wf, False)
     last = len(job.row_blocks) - 1
     leave_block_marks(out, [engine.block_mark(job, i) for i in range(last)])
     z = zarr.open_array(str(out), mode="r+")

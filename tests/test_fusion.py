@@ -11,7 +11,7 @@ import scipy.ndimage as ndi
 import dask
 import dask.array as da
 import distconv as dc
-from distconv.ops import filters
+from distconv.ops import filters, stencil_ops
 
 
 def _chain3(x):
@@ -53,12 +53,12 @@ def test_the_step_is_declared_on_the_graph_and_stops_at_a_changed_array(rng):
     x = rng.standard_normal((40, 30)).astype(np.float32)
     d = da.from_array(x, chunks=(15, 30))
     y = dc.laplace(dc.gaussian_filter(d, 1.0))
-    source, st = filters.fused_source(y)
-    assert source is d and isinstance(st.func, filters._Pair)  # one backend call: correlate_pair
+    source, st = stencil_ops.fused_source(y)
+    assert source is d and isinstance(st.func, stencil_ops._Pair)  # one backend call: correlate_pair
     for changed in (y[1:], y.persist(), y + 1, y.astype(np.float64)):
-        assert filters.fused_source(changed) is None
+        assert stencil_ops.fused_source(changed) is None
     z = dc.laplace(y[1:])
-    assert filters.fused_source(z)[0].name == y[1:].name  # fused with what it read, no further
+    assert stencil_ops.fused_source(z)[0].name == y[1:].name  # fused with what it read, no further
     np.testing.assert_allclose(z.compute(), ndi.laplace(ndi.laplace(ndi.gaussian_filter(x, 1.0))[1:]),
                                rtol=1e-4, atol=1e-4)
     c = dc.cumsum(d, axis=1)

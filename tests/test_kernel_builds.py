@@ -26,7 +26,7 @@ def test_the_rehearsal_process_reports_nothing_built_where_it_cannot_build(tmp_p
                   "steps: [{op: gaussian_filter, sigma: 1.0}]\noutputs: {path: out.zarr}\n")
     loaded = batch.load(wf)
     ensure_input(loaded)
-    job = direct.plan(loaded, True)[0]
+    job = direct.direct_job(loaded, True)[0]
     assert job is not None and job.gpu
     res = subprocess.run([sys.executable, "-m", "distconv.session.builds"], input=pickle.dumps([job]),
                          capture_output=True, cwd=tmp_path, timeout=300)

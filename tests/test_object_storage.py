@@ -144,7 +144,7 @@ def test_resume_on_s3_writes_the_missing_blocks(tmp_path, s3, rng, monkeypatch, 
     first = workflow.run(wf, progress=False)
     assert first["path"] == ("direct" if codec == "zstd" else "general")
     if codec == "zstd":
-        job, _, _ = direct.plan(wf, False)
+        job, _, _ = direct.direct_job(wf, False)
         blocks = job.row_blocks
         assert len(blocks) == 4 and zarr.open_array(f"{base}/out.zarr", mode="r").shards is not None
     else:

@@ -57,6 +57,35 @@ def test_one_plan_per_workflow_in_a_command(tmp_path, monkeypatch, capsys):
         np.testing.assert_allclose(zarr.open_array(str(tmp_path / f"{name}.zarr"))[...], want, rtol=1e-4, atol=1e-4)
 
 
+def test_a_synthetic_input_is_planned_once_more_after_it_is_written(tmp_path, monkeypatch, capsys):
+    """The demo's shape of workflow: its synthetic input is planned from its definition for the
+    check, and once more when the run has written it (the engine's job reads the stored
+    metadata); nothing else plans it again, a dry run plans it once."""
+    from distconv.batch import direct
+    from distconv.session import command
+
+    (tmp_path / "wf.yaml").write_text(
+        "name: demo\ninput:\n  path: in.zarr\n  synthetic: {shape: [64, 48], chunks: [16, 48], seed: 0}\n"
+        "steps:\n  - {op: gaussian_filter, sigma: 2.0}\n"
+        "  - {op: correlate, weights: [[0, 1, 0], [1, -4, 1], [0, 1, 0]], mode: nearest}\noutputs:\n  path: out.zarr\n")
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("cluster:\n  type: cpu\n  processes: false\n  n_workers: 1\n  dashboard_address: 127.0.0.1:0\n")
+    planned = []
+    real = direct._planned
+    monkeypatch.setattr(direct, "_planned", lambda wf: planned.append(wf.name) or real(wf))
+    params = dict(workflow_paths=[str(tmp_path / "wf.yaml")], cluster_path=str(cluster), overwrite=False,
+                  resume=False, no_progress=True, json_path=None, report_dir=None)
+    assert command.run({**params, "dry_run": True}) == 0, capsys.readouterr().err
+    assert planned == ["demo"]
+    planned.clear()
+    assert command.run(params) == 0, capsys.readouterr().err
+    assert planned == ["demo", "demo"], planned  # the definition's plan, then the written input's
+    x = zarr.open_array(str(tmp_path / "in.zarr"))[...]
+    want = ndi.correlate(ndi.gaussian_filter(x, 2.0), np.array([[0, 1, 0], [1, -4, 1], [0, 1, 0]], np.float32),
+                         mode="nearest")
+    np.testing.assert_allclose(zarr.open_array(str(tmp_path / "out.zarr"))[...], want, rtol=1e-4, atol=1e-4)
+
+
 def test_a_failed_check_leaves_no_workers_server(tmp_path, capsys):
     """The workers' server started beside the check ends with a command whose check failed (its
     cluster never started), so the process is left as found."""

@@ -16,16 +16,15 @@ from .. import engine
 from ..core.checks import DistconvWarning
 from ..core.stencil import ScanStep, Stencil
 from ..engine.location import join
-from ..engine.storage import dataset_array_name
 from ..graph.declared import declared, fusing
-from ..ops.histograms import planned_edges
 from ..ops.registry import OPS
 from .inputs import region_box, stored_input, whole_input
+from .steps import step_function
 from .workflow import Workflow, region_edges
 
 
 def why_not(wf: Workflow) -> str | None:
-    """None when the direct path may apply (plan() has the last word), else the reason it
+    """None when the direct path may apply (direct_job has the last word), else the reason it
     does not."""
     inp = wf.input
     if wf.kind != "array":
@@ -51,14 +50,15 @@ def takes(wf: Workflow) -> bool:
     if stored_input(wf) is None:  # a synthetic input not written yet: the steps' chain decides
         result, unfused = planned_steps(wf)
         return unfused is None and engine.stencil_chain(getattr(result, "data", result))[1] is not None
-    return chain(wf)[1] is not None
+    return engine_steps(wf)[1] is not None
 
 
-def chain(wf: Workflow):
-    """The steps over the whole input (lazy; a region is the engine's window, not a cut), as
-    the engine runs them: (why it cannot, None, result) or (None, (zarr.Array, its folder or
-    URL, the fused Stencil, the scan after it or None), result); ``result`` is the lazy
-    DataArray the steps make over a dataset variable's region (None for an array)."""
+def engine_steps(wf: Workflow):
+    """The steps over the whole input (planned; a region is the engine's window, not a cut), as
+    the engine runs them: (why it cannot, None, result) or (None, (the stored input
+    (engine.source.Stored), its folder or URL, the fused Stencil, the scan after it or None),
+    result); ``result`` is the lazy DataArray the steps make over a dataset variable's region
+    (None for an array)."""
     result, unfused = planned_steps(wf)
     dataset = hasattr(result, "dims")
     reason, found = engine.engine_chain(result.data if dataset else result)
@@ -84,25 +84,17 @@ def planned_steps(wf: Workflow):
 
 
 def _planned(wf: Workflow):
-    """planned_steps' answer, worked out. An array is planned over one lazy chunk of it, never
-    computed: the engine cuts its own blocks, and storage chunks thinner than a halo would be
-    merged first, hiding the chain behind the merge."""
-    import dask.array as da
-
-    whole, dataset = whole_input(wf), "variable" in wf.input
-    if dataset:
-        result = whole
-    else:
-        z = stored_input(wf)
-        result = (da.from_zarr(z, chunks=z.shape) if z is not None
-                  else da.zeros(whole.shape, whole.dtype, chunks=whole.shape))
+    """planned_steps' answer, worked out. An array's steps are planned (core.planned: no graph,
+    no dask) where each makes one stencil or scan step; from a step that cannot, on the lazy dask
+    array (batch.steps). A dataset variable's run on its lazy DataArray."""
+    result, dataset = whole_input(wf), "variable" in wf.input
     unfused = None
     with warnings.catch_warnings():
         # a dataset's storage chunks thinner than a halo: the engine cuts its own blocks, and the
         # general path, where it runs, says so as it builds its graph
         warnings.filterwarnings("ignore", message="axis .*: chunks too thin", category=DistconvWarning)
         for i, (op, params) in enumerate(wf.steps, 1):
-            result = OPS[op].named(result, **params) if dataset else OPS[op].func(result, **params)
+            result = step_function(op, dataset)(result, **params)
             made = declared(result.data if dataset else result, (Stencil, ScanStep))
             if unfused is None and made is None and fusing():
                 unfused = _not_one_stencil(i, op, params)
@@ -145,42 +137,44 @@ def bins_of(wf: Workflow, dtype):
     hist = wf.outputs.get("histogram")
     if not hist:
         return None, (None, True)
+    from ..ops.histograms import planned_edges
+
     edges, kernel_edges, uniform = planned_edges(dtype, hist.get("bins", 256), hist.get("range"))
     return edges, (kernel_edges, uniform)
 
 
-def plan(wf: Workflow, gpu: bool):
+def direct_job(wf: Workflow, gpu: bool):
     """(the engine's job, numpy histogram edges or None, None), or (None, None, why the engine
     cannot run the steps)."""
-    return planned_job(wf, gpu)[:3]
+    return direct_plan(wf, gpu)[:3]
 
 
-def planned_job(wf: Workflow, gpu: bool):
-    """plan()'s (job, edges, why), then the zarr.Array the job reads and, for a dataset
+def direct_plan(wf: Workflow, gpu: bool):
+    """direct_job's (job, edges, why), then the zarr.Array the job reads and, for a dataset
     variable, the lazy DataArray of its result over the region (the output dataset's frame)."""
     shape = whole_input(wf).shape
     if 0 in tuple(shape):  # no blocks to cut; dask's path writes the empty output
         return None, None, f"the input is empty (shape {tuple(shape)})", None, None
-    why, found, result = chain(wf)
+    why, found, result = engine_steps(wf)
     if found is None:
         return None, None, why, None, None
-    z, src, st, scan = found
+    stored, _, st, scan = found
     dst = str(wf.outputs["path"])
     if result is not None:  # a dataset variable: its array inside the output dataset
+        from ..engine.storage import dataset_array_name
+
         dst = join(dst, dataset_array_name(result))
-    job, edges = job_of(wf, src, dst, st, scan, gpu, z.shape, z.dtype, z.chunks, z.metadata.to_dict(),
-                        None if result is None else list(map(str, result.dims)))
-    return job, edges, None, z, result
+    job, edges = build_job(wf, stored, dst, st, scan, gpu, None if result is None else list(map(str, result.dims)))
+    return job, edges, None, stored, result
 
 
-def job_of(wf: Workflow, src: str, dst: str, st, scan, gpu: bool, shape, dtype, storage_chunks, src_meta=None,
-           dims=None):
-    """(the engine's job of the fused chain ``st`` and ``scan`` from the Zarr array at ``src``
-    (``wf``'s input, or its variable's array) to ``dst``, numpy histogram edges or None):
-    ``wf``'s region (by axis, or by name with ``dims``) is its window."""
-    edges, bins = bins_of(wf, scan.dtype if scan is not None else st.result_dtype(dtype))
+def build_job(wf: Workflow, stored, dst: str, st, scan, gpu: bool, dims=None):
+    """(the engine's job of the fused chain ``st`` and ``scan`` from the stored array ``stored``
+    (engine.source.Stored: ``wf``'s input, or its variable's array) to ``dst``, numpy histogram
+    edges or None): ``wf``'s region (by axis, or by name with ``dims``) is its window."""
+    edges, bins = bins_of(wf, scan.dtype if scan is not None else st.result_dtype(stored.dtype))
     region = wf.input.get("region")
-    window = region_box(region, shape, dims) if region else ()
-    job = engine.plan_job(src, dst, st, shape, dtype, storage_chunks, gpu, src_meta,
-                      wf.outputs.get("chunks"), bins, window, region_edges(wf.input) == "data", scan)
+    window = region_box(region, stored.shape, dims) if region else ()
+    job = engine.plan_job(stored, dst, st, gpu, scan=scan, bins=bins, window=window,
+                          edges_data=region_edges(wf.input) == "data", out_chunks=wf.outputs.get("chunks"))
     return job, edges

@@ -40,7 +40,7 @@ def describe(wf: Workflow, action: str, gpu: bool) -> str:
                      + ("" if taken else "; why: a step is not one stencil the engine runs")
                      + f", on {where}; blocks are planned once the input is written")
         return "\n".join(lines)
-    job, _, why = direct.plan(wf, gpu) if why is None else (None, None, why)
+    job, _, why = direct.direct_job(wf, gpu) if why is None else (None, None, why)
     if job is None:
         lines.append(f"  path: dask (general), on {where}; why: {why}")
         return "\n".join(lines)

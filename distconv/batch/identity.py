@@ -12,7 +12,7 @@ from .outputs import jsonable
 from .workflow import Workflow, region_edges
 
 
-def job(wf: Workflow) -> dict:
+def output_identity(wf: Workflow) -> dict:
     """The job of ``wf`` as plain JSON values; the input's stamp is None while it does not
     exist yet (a synthetic input the run writes first)."""
     inp = wf.input

@@ -3,9 +3,9 @@ defines), cut to a region, planned into compute chunks and, on GPU workers, move
 
 from __future__ import annotations
 
-from ..engine import storage
+from ..core.planned import Planned, lazy_of
 from ..engine.location import Location
-from . import synthetic
+from ..engine.source import Stored, read_stored
 from .workflow import Workflow, WorkflowError, region_edges
 
 
@@ -13,6 +13,8 @@ def ensure_input(wf: Workflow, client=None, progress: bool = False) -> float:
     """Write the synthetic input when it is asked for and not written whole from this
     definition (on ``client``; ``progress``: shown as it is written); refuse a missing input.
     Returns the seconds spent writing it (0.0 when nothing was written)."""
+    from . import synthetic
+
     inp = wf.input
     if wf.opened is not None and wf.opened[1][1] is None:
         wf.opened = None  # the synthetic definition (written here, or by another workflow): open it stored
@@ -26,8 +28,7 @@ def ensure_input(wf: Workflow, client=None, progress: bool = False) -> float:
 
 
 def lazy_input(wf: Workflow):
-    """The input as a lazy dask array or DataArray, region applied when it is cut before the
-    steps (whole_input: opened once per workflow)."""
+    """The input as whole_input gives it, region applied when it is cut before the steps."""
     arr = whole_input(wf)
     if wf.input.get("region") is not None and _cut_first(wf):
         arr = _region(arr, wf.input["region"])
@@ -35,10 +36,12 @@ def lazy_input(wf: Workflow):
 
 
 def whole_input(wf: Workflow):
-    """The whole input as a lazy dask array or DataArray; nothing written or read but metadata
-    and coordinates. A synthetic input not written yet is its lazy definition, so a workflow
-    can be checked whole before anything runs. Opened once for ``wf``, and handed down from
-    there: the check, the job's identity, the plan and the run all read this one."""
+    """The whole input: an array as planned (core.planned: its shape, dtype and stored
+    description, read from its metadata), a dataset variable as a lazy DataArray; nothing read
+    but metadata and coordinates. A synthetic input not written yet is planned from its
+    definition, so a workflow can be checked whole before anything runs. Opened once for
+    ``wf``, and handed down from there: the check, the job's identity, the plan and the run all
+    read this one."""
     inp = wf.input
     key = (inp["path"], inp.get("variable"), repr(inp.get("synthetic")))
     if wf.opened is None or wf.opened[0] != key:
@@ -47,18 +50,26 @@ def whole_input(wf: Workflow):
 
 
 def stored_input(wf: Workflow):
-    """What ``wf``'s input was opened from: the zarr.Array, or the xarray Dataset of a
-    variable (None for a synthetic input not written yet)."""
+    """What ``wf``'s input was opened from: the stored array's description (engine.source.Stored),
+    or the xarray Dataset of a variable (None for a synthetic input not written yet)."""
     whole_input(wf)
     return wf.opened[1][1]
 
 
 def _open(wf: Workflow):
-    """(the whole input, lazy; the zarr.Array or Dataset it reads, or None when synthetic)."""
+    """(the whole input: planned, or a lazy DataArray; its Stored or Dataset, or None when
+    synthetic)."""
+    from ..engine import storage
+
+    from . import synthetic
+
     inp = wf.input
     if "synthetic" in inp and not synthetic.is_written(inp):
-        arr = synthetic.definition(inp)  # nothing read: the check runs on its definition
-        return (arr[inp["variable"]] if "variable" in inp else arr), None
+        if "variable" in inp:  # nothing read: the check runs on its definition
+            return synthetic.definition(inp)[inp["variable"]], None
+        spec = inp["synthetic"]
+        return Planned.root(spec["shape"], spec.get("dtype", "float32"), None,
+                            lambda: synthetic.definition(inp)), None
     if not Location(inp["path"]).exists():
         raise WorkflowError(f"input.path {inp['path']!r} does not exist")
     if "variable" in inp:
@@ -70,11 +81,18 @@ def _open(wf: Workflow):
             raise WorkflowError(f"input.variable {inp['variable']!r} is not in {inp['path']!r}; "
                                 f"it has {', '.join(map(str, ds.data_vars)) or 'no variables'}")
         return ds[inp["variable"]], ds
-    try:
-        arr = storage.open_array(inp["path"])
-    except (ValueError, FileNotFoundError) as e:
-        raise WorkflowError(f"input.path: {e}") from None
-    return arr, storage.zarr_source(arr)[0]
+    path = inp["path"]
+    stored = read_stored(path)  # a local array's metadata file, read as JSON
+    if stored is None:  # anything else: zarr-python reads it
+        try:
+            arr = storage.open_array(path)
+        except (ValueError, FileNotFoundError) as e:
+            raise WorkflowError(f"input.path: {e}") from None
+        z = storage.zarr_source(arr)[0]
+        where = storage.store_path(z)[0] if z is not None else None
+        stored = Stored.of_zarr(z, where or path) if z is not None else None
+        return Planned.root(arr.shape, arr.dtype, stored, lambda: arr), stored
+    return Planned.root(stored.shape, stored.dtype, stored, lambda: storage.open_array(path)), stored
 
 
 # attributes of an input array that say how its stored values are encoded (CF, xarray) or
@@ -90,9 +108,9 @@ def array_dims(wf: Workflow) -> list | None:
     from ..engine.source import dims_of
 
     z = stored_input(wf) if "variable" not in wf.input else None
-    if z is None or not hasattr(z, "metadata"):
+    if z is None:
         return None
-    dims = dims_of(z.metadata.to_dict())
+    dims = dims_of(z.meta)
     return None if dims is None else list(dims)
 
 
@@ -101,7 +119,7 @@ def array_attrs(wf: Workflow) -> dict:
     data, not how its stored values are encoded); {} for a dataset variable or a synthetic
     input."""
     z = stored_input(wf) if "variable" not in wf.input else None
-    if z is None or not hasattr(z, "attrs"):
+    if z is None:
         return {}
     return {k: v for k, v in dict(z.attrs).items() if k not in _ENCODING_ATTRS}
 
@@ -200,24 +218,30 @@ def open_dataset(path: str):
 
 
 def open_input(wf: Workflow, gpu: bool):
-    """The input as a planned dask array (or DataArray), with its storage chunks and size."""
+    """The input as a dask array (or DataArray) in compute chunks, with its storage chunks and
+    size."""
+    from ..engine import storage
+
     ensure_input(wf)
-    arr = lazy_input(wf)
+    arr = lazy_of(lazy_input(wf))
     if hasattr(arr, "dims"):
         stored = tuple(c[0] for c in arr.data.chunks)
-        data = plan(arr.data, wf.chunks, gpu)
+        data = compute_chunks(arr.data, wf.chunks, gpu)
         if gpu:
             data = storage.to_device_blocks(data)
         arr = arr.copy(data=data)
         return arr, {"storage": stored, "nbytes": cut_result(wf, arr).nbytes, "array": arr}
     stored = tuple(c[0] for c in arr.chunks)
-    arr = plan(arr, wf.chunks, gpu)
+    arr = compute_chunks(arr, wf.chunks, gpu)
     if gpu:
         arr = storage.to_device_blocks(arr)
     return arr, {"storage": stored, "nbytes": cut_result(wf, arr).nbytes, "array": arr}
 
 
-def plan(arr, chunks, gpu: bool):
+def compute_chunks(arr, chunks, gpu: bool):
+    """``arr`` in the chunks the workflow's ``chunks:`` asks for (auto: the path's default bytes)."""
+    from ..engine import storage
+
     if chunks == "auto":
         return storage.compute_chunks(arr, storage.GPU_CHUNK_BYTES if gpu else storage.CPU_CHUNK_BYTES)
     if chunks is not None:

@@ -7,7 +7,8 @@ output is claimed), the histogram, the byte counts and what the summary says of 
 from __future__ import annotations
 
 from .. import engine
-from ..engine import fencing, storage
+from ..core.planned import lazy_of
+from ..engine import fencing
 from . import direct
 from .inputs import cut_result, open_input, whole_input
 from .outputs import histogram_output, write_histogram
@@ -35,6 +36,8 @@ class General:
 
     def count(self, array_path, claim):
         """What this run reads and writes (a resumed one: the blocks not written yet)."""
+        from ..engine import storage
+
         self.skipped = (storage.written_bytes(self.data, array_path, claim.token, self.storage_chunks)
                         if claim.resuming else 0)
         self.bytes_in, self.bytes_out = self.nbytes_in - self.skipped, self.data.nbytes - self.skipped
@@ -56,11 +59,16 @@ class Direct:
 
         self.wf, self.job, self.edges, self.frame = wf, job, edges, frame
         self.engine, self.codec, self.storage_chunks = engine.Plan(job=job), "zstd", None
-        whole = whole_input(wf)
-        self.array_path, self.source = job.dst, getattr(whole, "data", whole)
+        self.array_path = job.dst
         self.shape, self.dtype = job.layout.shape, job.layout.dtype  # the input's, or its region's
         self._row_in = int(np.prod(self.shape[1:])) * src.dtype.itemsize
         self._row_out = int(np.prod(self.shape[1:])) * np.dtype(self.dtype).itemsize
+
+    @property
+    def source(self):
+        """The input, lazy (the report's thumbnails read it)."""
+        whole = lazy_of(whole_input(self.wf))
+        return getattr(whole, "data", whole)
 
     def count(self, array_path, claim):
         """What this run reads and writes (a resumed one: the blocks this job has not written)."""
@@ -95,5 +103,5 @@ def _direct(wf: Workflow, gpu: bool):
     why = direct.why_not(wf)
     if why is not None:
         return why
-    job, edges, why, src, result = direct.planned_job(wf, gpu)
+    job, edges, why, src, result = direct.direct_plan(wf, gpu)
     return why if job is None else Direct(wf, job, edges, src, result)

@@ -8,7 +8,6 @@ import time
 
 from .. import engine
 from ..engine import fencing, marks, ownership, storage
-from ..engine.job import timeline as engine_timeline
 from ..engine.location import Location, join
 from . import identity, plans
 from .inputs import array_attrs, array_dims, dataset_attrs, ensure_input
@@ -22,7 +21,7 @@ def preflight(wf: Workflow, overwrite: bool | None = None, resume: bool = False,
     returns what the run does with it (ownership.decide: new, resume, done, replace)."""
     overwrite = wf.overwrite if overwrite is None else overwrite
     if job is None and wf.kind == "array":
-        job = identity.job(wf)
+        job = identity.output_identity(wf)
     problems, action = [], None
     try:
         action = ownership.decide(wf.outputs["path"], overwrite, resume, job=job)
@@ -47,7 +46,7 @@ def done_summary(wf: Workflow) -> dict:
 def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool = True,
         resume: bool = False, job: dict | None = None, startup: dict | None = None) -> dict:
     """Run a checked workflow on ``client`` (or the local scheduler); returns the summary.
-    ``job``: identity.job(wf), when the caller has it from its own check; ``startup``: the
+    ``job``: identity.output_identity(wf), when the caller has it from its own check; ``startup``: the
     command's start-up before the run, for the dashboard's page ({"started": when the command
     started, then each phase: when it ended; epoch seconds})."""
     overwrite = wf.overwrite if overwrite is None else overwrite
@@ -58,7 +57,7 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
 
         return {**run_bovw(wf, client, overwrite), "steps": [o for o, _ in wf.steps],
                 "step_arguments": [jsonable(p) for _, p in wf.steps]}
-    job = identity.job(wf) if job is None else job
+    job = identity.output_identity(wf) if job is None else job
     action = preflight(wf, overwrite, resume, job)
     if action == "done":
         return done_summary(wf)
@@ -76,7 +75,7 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     synthetic_seconds = ensure_input(wf, client, progress)
     t0 += synthetic_seconds  # writing a synthetic input is not the run's: its own field
     if job["input"]["stamp"] is None:  # a synthetic input, written just now
-        job = identity.job(wf)
+        job = identity.output_identity(wf)
     shown.phase("input")
     # one pipeline: the engine's plan where it takes the workflow, else the general one, then
     # the same claim, dataset frame, compute, finish and summary
@@ -112,7 +111,7 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     summary["timeline"] = _timeline(plan, results, stream, started, client)
     if shown.page is not None:
         summary["dashboard"] = shown.page  # the job on the scheduler's distconv page
-    return _with_files(summary, wf, hist, plan.source, array_path)
+    return _with_files(summary, wf, hist, plan, array_path)
 
 
 def _array_facts(path: str, variable: str | None = None) -> dict:
@@ -142,6 +141,8 @@ def _timeline(plan, results, stream: list, started: float, client) -> list | Non
     from dask.utils import key_split
 
     if plan.engine.job is not None:
+        from ..engine.job import timeline as engine_timeline
+
         return engine_timeline(plan.engine.job, results[0], started)
     if client is None:
         return None
@@ -203,14 +204,15 @@ def _summary(wf: Workflow, client, t0: float, shape, dtype, bytes_in: int, bytes
     return summary
 
 
-def _with_files(summary: dict, wf: Workflow, hist, source, array_path: str) -> dict:
-    """The histogram files and the report, named in the summary."""
+def _with_files(summary: dict, wf: Workflow, hist, plan, array_path: str) -> dict:
+    """The histogram files and the report (its thumbnails read ``plan``'s input), named in the
+    summary."""
     if hist is not None:
         summary["histogram"] = hist
     if wf.report:
         from .report import write_report
 
-        summary["report"] = write_report(wf, summary, source, array_path)
+        summary["report"] = write_report(wf, summary, plan.source, array_path)
     return summary
 
 

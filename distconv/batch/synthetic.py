@@ -13,12 +13,14 @@ import itertools
 import json
 import time
 
-import dask.array as da
 import numpy as np
 
+from ..core.arrays import LazyModule
 from ..engine import fencing, marks, ownership, storage
 from ..engine.location import Location, join
 from .workflow import WorkflowError
+
+da = LazyModule("dask.array")  # imported where a function first uses it
 
 WRITER = "distconv synthetic input"  # the owner mark's "by": what tells our input from an output
 

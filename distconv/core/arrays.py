@@ -11,10 +11,13 @@ def is_cupy(a) -> bool:
 
 
 def array_kind(x) -> str:
-    """'xarray', 'dask', 'cupy' or 'numpy' (without importing any of them)."""
+    """'xarray', 'dask', 'cupy', 'planned' (core.planned: a plan's stand-in) or 'numpy' (without
+    importing any of them)."""
     mod = type(x).__module__.split(".")[0]
     if mod in ("xarray", "dask"):
         return mod
+    if mod == "distconv" and type(x).__name__ == "Planned":
+        return "planned"
     return "cupy" if is_cupy(x) else "numpy"
 
 
@@ -48,3 +51,16 @@ def on_data(x, fn):
         out.encoding = {}
         return out
     return fn(x)
+
+
+class LazyModule:
+    """A module imported on its first attribute read: a module-level name for a heavy import
+    (dask.array) that a module's functions use, so importing the module does not import it."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr):
+        import importlib
+
+        return getattr(importlib.import_module(self._name), attr)

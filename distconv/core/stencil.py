@@ -1,8 +1,9 @@
 """A stencil: a per-block function that reads a halo of fixed depth, and how consecutive
 stencils compose into one (the summed halo, one pass over memory per block).
 
-A planned job reads the chain from the lazy result itself: each op declares the step it ran on
-its graph layer (graph/declared.py), and the engine plans from those.
+A job reads the chain from the result itself: each op declares the step it ran, on a dask
+array's graph layer (graph/declared.py) or on a planned array (core/planned.py), and the
+engine plans from those.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def accepts_out(func) -> bool:
     return bool(getattr(func, "accepts_out", False))
 
 
-def chain(stencils: list[Stencil], name: str | None = None) -> Stencil:
+def chained(stencils: list[Stencil], name: str | None = None) -> Stencil:
     """One stencil doing ``stencils`` in order: it reads the summed halo once; each step writes
     the centre grown by the halo the later steps still need. Each step applies its own mode at
     the global edges, as when run one after another; along one axis wrap cannot mix with other

@@ -39,8 +39,6 @@ _WHERE = {
     "slots": ("local_blocks",),
     "output": ("create_output", "shard_shape"),
 }
-# (a name that is also a module's name would be replaced by the module once it is imported)
-_RENAMED = {"plan_job": "plan"}
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 __all__ = sorted(_MODULE_OF)
 
@@ -54,7 +52,7 @@ def __getattr__(name: str):
             return importlib.import_module(f"{__name__}.{name}")
         except ModuleNotFoundError:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), _RENAMED.get(name, name))
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     globals()[name] = value
     return value
 

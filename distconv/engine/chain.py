@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.arrays import array_kind
 from ..core.stencil import ScanStep, Stencil, identity
 from ..graph.declared import declared, fusing
-from . import storage
-from .plan import Job
-from .plan import plan as plan_job
+from .plan import Job, plan_job
+from .source import Stored
 
 
 @dataclass(frozen=True)
@@ -23,29 +23,39 @@ class Plan:
 
 
 def engine_chain(data):
-    """(None, (the zarr.Array ``data`` reads, its folder or URL, the fused Stencil made of it,
-    the scan after it or None)), or (why the engine cannot run ``data``, None)."""
+    """(None, (the stored array ``data`` reads (engine.source.Stored), its folder or URL, the
+    fused Stencil made of it, the scan after it or None)), or (why the engine cannot run
+    ``data``, None). ``data``: a lazy dask array, or a planned one (core.planned)."""
     why, made = stencil_chain(data)
     if made is None:
         return why, None
     source, st, scan = made
+    if array_kind(source) == "planned":
+        if not source.is_root:
+            return NOT_WHOLE, None
+        if source.source is None:
+            return "the input is not written yet", None
+        return None, (source.source, source.source.path, st, scan)
+    from . import storage
+
     z, why = storage.zarr_source(source)
     if z is None:
         return why, None
     src, why = storage.store_path(z)
     if src is None:
         return why, None
-    return None, (z, src, st, scan)
+    return None, (Stored.of_zarr(z, src), src, st, scan)
+
+
+NOT_WHOLE = "the input is not a Zarr array read whole (sliced, rechunked or computed first)"
 
 
 def stencil_chain(data):
     """(None, (the array ``data``'s declared chain reads, the fused Stencil, the scan after it
     or None)), or (why ``data`` is not such a chain, None): what engine_chain asks before the
     array it reads."""
-    from ..core import checks
-
-    if checks.array_kind(data) != "dask":
-        return f"a {checks.array_kind(data)} array, not a lazy one read from Zarr", None
+    if array_kind(data) not in ("dask", "planned"):
+        return f"a {array_kind(data)} array, not a lazy one read from Zarr", None
     data, scan = declared(data, ScanStep) or (data, None)
     fused = declared(data, Stencil) if fusing() else None
     if fused is None and scan is None:
@@ -66,22 +76,14 @@ WRAP_REASON = "a step's mode is wrap (its halo comes from the far edge of the ar
 def plan_write(data, dst: str, gpu: bool, bins=(None, True), out_chunks=None, window=(), edges_data=False,
                out_inner=None) -> Plan:
     """The plan of writing the lazy result ``data`` to ``dst``: the engine's job where it takes
-    the chain (``bins``, ``out_chunks``, ``window``, ``edges_data``, ``out_inner``: as engine.plan's), else
+    the chain (``bins``, ``out_chunks``, ``window``, ``edges_data``, ``out_inner``: as plan_job's), else
     dask's writes of ``data`` and why."""
     why, found = engine_chain(data)
     if found is None:
         return Plan(data=data, why=why)
-    z, src, st, scan = found
-    return Plan(job=plan_job(src, dst, st, z.shape, z.dtype, z.chunks, gpu, z.metadata.to_dict(), out_chunks, bins,
-                             window, edges_data, scan, out_inner))
+    stored, _, st, scan = found
+    return Plan(job=plan_job(stored, dst, st, gpu, scan=scan, bins=bins, window=window, edges_data=edges_data,
+                             out_chunks=out_chunks, out_inner=out_inner))
 
 
-def gpu_blocks(client) -> bool:
-    """Do blocks run on GPUs: every worker (or this process, without a client) has a GPU with
-    cupy."""
-    from ..backends.devices import gpu_count, gpu_stack_available
-
-    def probe():
-        return bool(gpu_count()) and gpu_stack_available()
-
-    return all(client.run(probe).values()) if client is not None else probe()
+from ..backends.devices import gpu_blocks  # noqa: E402,F401 - the one GPU probe, engine.gpu_blocks

@@ -13,7 +13,7 @@ from ..core.stencil import Stencil, merge_thin
 from . import fencing, shards
 from .marks import Claim
 from .output import shard_shape
-from .source import Source, describe, native
+from .source import Source, Stored, describe, native
 
 
 GPU_CHUNK_BYTES = 2**30  # a GPU task costs ~1 ms of scheduling: kernels must run longer than that
@@ -70,17 +70,18 @@ class Job:
         return self.scan is not None and self.scan.axis == 0 and len(self.row_blocks) > 1
 
 
-def plan(src: str, dst: str, st: Stencil, shape, dtype, storage_chunks, gpu: bool, src_meta=None,
-         out_chunks=None, bins=(None, True), window=(), edges_data=False, scan=None, out_inner=None) -> Job:
-    """The job of ``st`` (a fused stencil chain), then ``scan`` if any, from the Zarr array at
-    ``src`` (``shape``, ``dtype``, ``storage_chunks``; ``src_meta``: its metadata document, so
-    its shards can be read directly) to a new sharded array at ``dst`` in the result dtype:
+def plan_job(stored: Stored, dst: str, st: Stencil, gpu: bool, *, scan=None, bins=(None, True), window=(),
+             edges_data=False, out_chunks=None, out_inner=None) -> Job:
+    """The job of ``st`` (a fused stencil chain), then ``scan`` if any, from the stored Zarr array
+    ``stored`` (its path, shape, dtype, chunks and metadata document: its shards may be read
+    directly) to a new sharded array at ``dst`` in the result dtype:
     blocks of ~1 GiB on GPUs, 64 MiB on CPUs, made of whole output shards (``out_chunks``, else
     the input's chunks grown to SHARD_MIN_BYTES; ``out_inner``: their inner chunks, else the
     engine's: shards.inner_shape). ``window``: ((start, stop), ...) of the input
     (a region), ``edges_data``: its halos read the data around it. ``bins``: (kernel edges,
     uniform) to count a histogram of the result in the same pass."""
-    dtype = native(dtype)  # blocks decode into native memory whatever the stored byte order
+    src, shape, storage_chunks, src_meta = stored.path, stored.shape, stored.chunks, stored.meta
+    dtype = native(stored.dtype)  # blocks decode into native memory whatever the stored byte order
     box = tuple(window) or tuple((0, n) for n in shape)
     out_shape = tuple(b - a for a, b in box)
     out_dtype = native(scan.dtype if scan is not None else st.result_dtype(dtype))  # output= may change it
@@ -92,19 +93,10 @@ def plan(src: str, dst: str, st: Stencil, shape, dtype, storage_chunks, gpu: boo
     target = GPU_CHUNK_BYTES if gpu else cpu_block_bytes(out_shape[0] * row_bytes, CPU_CHUNK_BYTES)
     rows = plan_rows(out_shape[0], shard[0], row_bytes, target, st.depth[0])
     rows = tuple((a + box[0][0], b + box[0][0]) for a, b in rows)
-    src_layout = shards.layout_of(src_meta, shape, dtype) if src_meta else None
+    src_layout = shards.layout_of(src_meta, shape, dtype)
     return Job(str(src), str(dst), st, layout, rows, bins[0], bins[1], gpu, src_layout,
                in_dtype=np.dtype(dtype).str, in_shape=tuple(shape), window=tuple(map(tuple, window)),
-               edges_data=bool(window) and edges_data, scan=scan, source=_source(src, src_meta))
-
-
-def _source(src: str, meta: dict | None) -> Source:
-    """The input's view for the job (its metadata read here when the caller had none)."""
-    if meta is None:
-        import zarr
-
-        meta = zarr.open_array(str(src), mode="r").metadata.to_dict()
-    return describe(str(src), meta)
+               edges_data=bool(window) and edges_data, scan=scan, source=describe(str(src), src_meta))
 
 
 BLOCKS_PER_WORKER = 8  # on CPUs, where the data allow: progress moves and --resume keeps work

@@ -68,6 +68,100 @@ class Source:
         return (self.path, self.meta_digest, self.stamp)
 
 
+@dataclass(frozen=True)
+class Stored:
+    """A stored Zarr array as its metadata says, nothing opened: what a plan reads of its input.
+    ``dtype`` is as stored (any byte order); ``chunks`` its chunks (a sharded array's inner
+    ones), ``shards`` its shards or None; ``meta`` its metadata document
+    (``zarr.Array.metadata.to_dict()``'s keys), ``attrs`` its attributes."""
+
+    path: str
+    shape: tuple
+    dtype: np.dtype
+    chunks: tuple
+    shards: tuple | None
+    meta: dict
+    attrs: dict
+
+    @classmethod
+    def of_zarr(cls, z, path: str) -> Stored:
+        """The description of the opened zarr.Array ``z`` that lives at ``path``."""
+        return cls(str(path), tuple(z.shape), np.dtype(z.dtype), tuple(z.chunks), getattr(z, "shards", None),
+                   z.metadata.to_dict(), dict(z.attrs))
+
+
+# Zarr v3 data types read here without zarr (any other: zarr-python reads the metadata)
+_V3_TYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+             "float32", "float64", "complex64", "complex128"}
+
+
+def read_stored(path: str) -> Stored | None:
+    """The local Zarr v2 or v3 array at ``path`` read from its metadata file as JSON (zarr is not
+    imported); None where that does not describe it plainly (object storage, a group, a data
+    type or chunk grid of another kind): zarr-python reads those."""
+    import os
+
+    if is_url(str(path)):
+        return None
+    try:
+        doc = metadata_document(str(path))
+        return None if doc is None else _stored_of(os.path.abspath(str(path)), doc)
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+def _stored_of(path: str, doc: dict) -> Stored | None:
+    shape, attrs = tuple(doc["shape"]), dict(doc.get("attributes") or {})
+    if doc.get("zarr_format") == 2:
+        dt = np.dtype(doc["dtype"])
+        if dt.fields is not None or dt.kind not in "biufc":
+            return None
+        return Stored(path, shape, dt, tuple(doc["chunks"]), None, doc, attrs)
+    grid = doc.get("chunk_grid") or {}
+    if doc.get("node_type") != "array" or grid.get("name") != "regular" or doc.get("data_type") not in _V3_TYPES:
+        return None
+    chunks, shards, codecs = tuple(grid["configuration"]["chunk_shape"]), None, doc.get("codecs") or []
+    if len(codecs) == 1 and codecs[0].get("name") == "sharding_indexed":
+        shards, codecs = chunks, codecs[0]["configuration"].get("codecs") or []
+        chunks = tuple(doc["codecs"][0]["configuration"]["chunk_shape"])
+    endian = next(((c.get("configuration") or {}).get("endian", "little") for c in codecs
+                   if c.get("name") == "bytes"), "little")
+    dt = np.dtype(doc["data_type"])
+    if dt.itemsize > 1:
+        dt = dt.newbyteorder(">" if endian == "big" else "<")
+    return Stored(path, shape, dt, chunks, shards, doc, attrs)
+
+
+def metadata_document(path: str) -> dict | None:
+    """The array's metadata document as stored: Zarr v3's zarr.json, or v2's .zarray with its
+    .zattrs as ``attributes``; None where neither is there."""
+    for name in _METADATA_FILES:
+        raw = _read_text(join(path, name))
+        if raw is None:
+            continue
+        doc = json.loads(raw)
+        if name == ".zarray":
+            doc["attributes"] = json.loads(_read_text(join(path, ".zattrs")) or "{}")
+        return doc
+    return None
+
+
+def _read_text(f: str) -> str | None:
+    if is_url(f):
+        import fsspec
+
+        try:
+            with fsspec.open(f, "rt") as h:
+                return h.read()
+        except FileNotFoundError:
+            return None
+    try:
+        with open(f) as h:
+            return h.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
 def view(job) -> tuple:
     """What a process keys its state of a job's input by (its decode batches, its halo rows):
     the job's run and, where the job has one, its view of the input (path and fingerprint)."""
@@ -85,11 +179,14 @@ def describe(path: str, meta: dict) -> Source:
     """The view a job planned now has of the Zarr array at ``path`` whose metadata document is
     ``meta`` (``zarr.Array.metadata.to_dict()``)."""
     pipeline, why = pipeline_of(path, meta)
-    return Source(str(path), digest(meta), stamp(path), pipeline, why, dims_of(meta))
+    return Source(str(path), digest(metadata_document(str(path)) or meta), stamp(path), pipeline, why,
+                  dims_of(meta))
 
 
 def digest(meta: dict) -> str:
-    """A digest of what decides how an array's chunks decode (its attributes left out)."""
+    """A digest of what decides how an array's chunks decode (its attributes left out), of its
+    metadata document as stored (metadata_document) wherever there is one, so that a plan made
+    from the file and a worker's zarr-python agree."""
     doc = {k: v for k, v in meta.items() if k != "attributes"}
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=repr).encode()).hexdigest()[:32]
 
@@ -135,18 +232,39 @@ def pipeline_of(path: str, meta: dict) -> tuple:
     """(the codec pipeline that reads the array at ``path`` of metadata ``meta``, why not zarrs
     or None): zarrs where it is installed and reads every codec of the array, else
     zarr-python's own."""
+    import importlib.util
+
     if is_url(path):
         return ZARR_PYTHON, "the input is in object storage, which zarr-python's fsspec store reads"
-    try:
-        import zarrs  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("zarrs") is None:
         return ZARR_PYTHON, "zarrs is not installed"
     if meta.get("zarr_format") == 2 and meta.get("order", "C") != "C":
         return ZARR_PYTHON, "its Zarr v2 chunks are in Fortran order (order: F), which zarrs does not read"
-    refused = _zarrs_refuses(path, meta)
+    refused = None if _plain(meta) else _zarrs_refuses(path, meta)
     if refused:
         return ZARR_PYTHON, f"zarrs does not read its codecs ({refused})"
     return ZARRS, None
+
+
+# codecs zarrs reads, known without asking it (which imports zarr): the common layouts
+_PLAIN_CODECS = {"bytes", "zstd", "gzip", "blosc", "crc32c", "transpose"}
+_PLAIN_TYPES = _V3_TYPES - {"float16", "complex64", "complex128"}
+
+
+def _plain(meta: dict) -> bool:
+    """Is ``meta`` a Zarr v3 array of a plain numeric type whose codecs (and its shards') zarrs
+    reads? (Anything else is asked of zarrs itself.)"""
+    def plain(codecs) -> bool:
+        return bool(codecs) and all(isinstance(c, dict) and c.get("name") in _PLAIN_CODECS for c in codecs)
+
+    codecs = meta.get("codecs") or []
+    if len(codecs) == 1 and isinstance(codecs[0], dict) and codecs[0].get("name") == "sharding_indexed":
+        cfg = codecs[0].get("configuration") or {}
+        codecs = (cfg.get("codecs") or []) + (cfg.get("index_codecs") or [])
+    key = meta.get("chunk_key_encoding") or {}
+    return (meta.get("zarr_format") == 3 and meta.get("data_type") in _PLAIN_TYPES and plain(codecs)
+            and not meta.get("storage_transformers") and key.get("name") in ("default", "v2")
+            and (meta.get("chunk_grid") or {}).get("name") == "regular")
 
 
 def _zarrs_refuses(path: str, meta: dict) -> str | None:
@@ -205,7 +323,7 @@ def open_source(source: Source):
     # and restored by one thread at a time (two interleaved restores left it set for good)
     with _CONFIG_LOCK, zarr.config.set({"codec_pipeline.path": path}):
         z = zarr.open_array(source.path, mode="r")
-    if digest(z.metadata.to_dict()) != source.meta_digest:
+    if digest(metadata_document(source.path) or z.metadata.to_dict()) != source.meta_digest:
         raise RuntimeError(f"the input {source.path!r} changed after this job was planned (its dtype, shape, "
                            f"chunks or codecs are now {z.dtype}, {z.shape}, {z.chunks}); run the job again")
     return z

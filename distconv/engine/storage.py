@@ -5,17 +5,18 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import dask.array as da
 import numpy as np
 
 from ..backends.device import device
-from ..core.arrays import to_host
+from ..core.arrays import LazyModule, to_host
 from . import fencing
 from .location import Location, join, write_pieces
 from .marks import BLOCKS, Claim
 from .source import native
 
 from .plan import CPU_CHUNK_BYTES, GPU_CHUNK_BYTES  # noqa: F401  (the general path's chunks too)
+
+da = LazyModule("dask.array")  # imported where a function first uses it
 CODECS = ("zstd", "lz4", "none")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dask.highlevelgraph import MaterializedLayer
 
 from ..core import keys
+from ..core.arrays import array_kind
 
 # dask config ``distconv.fuse: false`` keeps one halo pass per op (for comparison; results are
 # the same), read when an op is called and when a face hands a result to the engine
@@ -36,7 +37,9 @@ def declare(tasks: dict, made_of: tuple | None):
 
 def declared(arr, kind) -> tuple | None:
     """(source, step) when ``arr`` is a dask array whose own layer declares a step of type
-    ``kind``; else None."""
+    ``kind`` (or a planned array whose step is one); else None."""
+    if array_kind(arr) == "planned":  # a plan's stand-in declares its step itself
+        return arr.declared(kind)
     graph, name = getattr(arr, "dask", None), getattr(arr, "name", None)
     layer = None if graph is None or not hasattr(graph, "layers") else graph.layers.get(name)
     if isinstance(layer, Declared) and isinstance(layer.step, kind):

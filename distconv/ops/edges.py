@@ -11,7 +11,7 @@ from ..core import checks
 from ..core.modes import canonical_modes
 from ..core.stencil import passes_depth
 from . import docs
-from .filters import _filter, linear, passes_filter
+from .stencil_ops import _filter, linear, passes_filter
 from .smooth import gaussian_passes
 
 DIFFERENCE = np.array([-1.0, 0.0, 1.0])

@@ -123,7 +123,7 @@ def _counts(func, arrays, shape, weighted, bins=None):
     x = arrays[0]
     if checks.array_kind(x) == "dask":
         from ..graph import merge
-        from .filters import apply_stencil, fused_source
+        from .stencil_ops import apply_stencil, fused_source
 
         dtype = np.float64 if weighted else np.int64
         fused = fused_source(x)

@@ -13,7 +13,7 @@ from .. import backends
 from ..core import checks
 from ..core.modes import canonical_mode, canonical_modes, one_mode
 from ..core.stencil import mask_depth, reach
-from .filters import _filter, _Then, deliver, expand_mask, nan_policy_of, output_dtype
+from .stencil_ops import _filter, _Then, deliver, expand_mask, nan_policy_of, output_dtype
 from .rank_nan import NanRule, Pick, all_values, median_box, omitted_cval
 
 _KINDS = checks.SUPPORTED_KINDS  # no complex: an order is needed

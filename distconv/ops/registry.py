@@ -6,17 +6,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from . import edges, filters, histograms, kmeans, named, rank, reductions, scans, smooth, stencils, transpose
+from . import edges, filters, histograms, kmeans, rank, reductions, scans, smooth, stencils, transpose
 
 
 @dataclass(frozen=True)
 class Op:
     name: str
     func: Callable                    # on numpy, cupy, dask or xarray arrays (axes)
-    named: Callable | None = None     # on a DataArray by dim names (the accessors)
+    has_named: bool = False           # has a form on a DataArray by dim names (ops.named)
     step: bool = False                # a shape-preserving workflow step
     stencil: bool = False             # declares a Stencil on its graph layer: fusable
     scan: bool = False                # declares a ScanStep: the engine's last step
+
+    @property
+    def named(self) -> Callable | None:
+        """The form on a DataArray by dim names (the accessors), or None; ops.named imports
+        xarray, so it is loaded on first use."""
+        if not self.has_named:
+            return None
+        from . import named
+
+        return getattr(named, self.name)
 
 
 def _ops():
@@ -28,10 +38,10 @@ def _ops():
                     (rank, "maximum_filter"), (rank, "minimum_filter1d"), (rank, "maximum_filter1d"),
                     (rank, "median_filter"), (rank, "rank_filter"), (rank, "percentile_filter"),
                     (stencils, "derivative"), (stencils, "laplace")]
-    out = [Op(n, getattr(m, n), getattr(named, n), True, True) for m, n in filter_steps]
+    out = [Op(n, getattr(m, n), True, True, True) for m, n in filter_steps]
     scan_steps = ["scan", "cumsum", "cumprod", "cummin", "cummax"]
-    out += [Op(n, getattr(scans, n), getattr(named, n), True, scan=True) for n in scan_steps]
-    out.append(Op("histogram", histograms.histogram, named.histogram))
+    out += [Op(n, getattr(scans, n), True, True, scan=True) for n in scan_steps]
+    out.append(Op("histogram", histograms.histogram, True))
     for m, names in [(reductions, ("reduce", "sum", "prod", "min", "max", "mean")),
                      (histograms, ("bincount", "histogram2d")),
                      (kmeans, ("kmeans_assign", "bovw_histogram", "KMeans")),

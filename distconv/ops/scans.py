@@ -10,6 +10,7 @@ from .. import backends
 from ..core import checks
 from ..core import ops as core_ops
 from ..core.arrays import on_data
+from ..core.planned import NotPlannable, Planned
 from ..core.stencil import ScanStep, nan_as_identity
 from . import docs
 
@@ -82,6 +83,8 @@ def scan(x, op="add", axis=None, exclusive=False, dtype=None, skipna=False):
     if axis is None:
         if checks.array_kind(x) == "xarray":
             raise ValueError("axis=None flattens; give an axis (or use a dim) for xarray inputs")
+        if checks.array_kind(x) == "planned":
+            raise NotPlannable("a scan of the flattened array")
         x = x.reshape(-1) if checks.array_kind(x) == "dask" else x.ravel()
         ax = 0
     else:
@@ -90,6 +93,8 @@ def scan(x, op="add", axis=None, exclusive=False, dtype=None, skipna=False):
     skip = skipna and np.dtype(x.dtype).kind in "fc"
 
     def run(data):
+        if checks.array_kind(data) == "planned":  # the step the engine runs, as dask's layer declares it
+            return Planned(data.shape, out_dtype, data, ScanStep(backends.scan, op, ax, exclusive, out_dtype, skip))
         filled = nan_as_identity(data, op) if skip else data
         if checks.array_kind(data) == "dask":
             from ..graph.scan import scan as graph_scan

@@ -13,9 +13,9 @@ from .. import backends
 from ..core import checks
 from ..core.arrays import array_module
 from ..core.modes import canonical_mode, canonical_modes, mode_of
-from ..core.stencil import Stencil, chain, reach
+from ..core.stencil import Stencil, chained, reach
 from . import docs
-from .filters import _filter, linear, nan_policy_of, normalized, passes_filter
+from .stencil_ops import _filter, linear, nan_policy_of, normalized, passes_filter
 
 
 def gaussian_kernel1d(sigma: float, order: int, radius: int) -> np.ndarray:
@@ -232,7 +232,7 @@ def uniform(x, size, mode, cval, origin, axes, allow_rechunk, dtype, name="distc
         total = backends.correlate_passes.bind(passes=[(a, np.ones(k), o)], mode=mode_of(full, a),
                                                cval=cval, dtype=np.float64)
         stencils.append(Stencil(_Mean(total, k, out), depth, full, name, out))
-    st = chain(stencils, name)
+    st = chained(stencils, name)
     return _filter(x, st.func, st.depth, st.mode, name, allow_rechunk, dtype)
 
 

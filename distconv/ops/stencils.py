@@ -13,7 +13,8 @@ import numpy as np
 
 from ..core import checks
 from . import docs
-from .filters import correlate_along, correlate_nd, linear
+from .filters import correlate_along, correlate_nd
+from .stencil_ops import linear
 
 
 def _fornberg(offsets: list[int], order: int) -> list[Fraction]:

@@ -58,7 +58,7 @@ class KernelBuilds:
         for wf in workflows:
             if wf.kind == "array" and wf.device != "cpu":
                 with contextlib.suppress(Exception):  # the run itself reports what is wrong
-                    jobs.append(direct.plan(wf, True)[0])
+                    jobs.append(direct.direct_job(wf, True)[0])
         try:
             self._process.stdin.write(pickle.dumps([j for j in jobs if j is not None]))
             self._process.stdin.close()

@@ -8,6 +8,7 @@ its traceback), 0 when done; Ctrl-C prints one line and ends the process with 13
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 
 from . import forkserver, handoff
 from .builds import KernelBuilds, message
@@ -15,6 +16,19 @@ from .cluster import cluster, warm_workers
 from .config import ClusterConfigError, load_config
 
 INPUT, INTERNAL, INTERRUPTED = 2, 1, 130  # exit codes
+
+
+@dataclass(frozen=True)
+class RunArgs:
+    """`distconv run`'s arguments, as cli.py parses them (and hands them on as a dict)."""
+    workflow_paths: tuple
+    cluster_path: str | None = None
+    overwrite: bool = False
+    resume: bool = False
+    no_progress: bool = False
+    json_path: str | None = None
+    report_dir: str | None = None
+    dry_run: bool = False
 
 
 def run(params: dict, handed_start: float | None = None) -> int:
@@ -30,7 +44,7 @@ def run(params: dict, handed_start: float | None = None) -> int:
             code = handoff.forward(params, params["cluster_path"], process_start())
             if code is not None:
                 return code
-        return _run(**params, current=current, handed_start=handed_start)
+        return _run(RunArgs(**params), current, handed_start)
     except KeyboardInterrupt:
         interrupted(current[0])
 
@@ -41,17 +55,15 @@ def problem(msg: str) -> int:
     return INPUT
 
 
-def _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, current, handed_start,
-         report_dir=None, dry_run=False) -> int:
+def _run(args: RunArgs, current: list, handed_start: float | None) -> int:
     started = handed_start or process_start()
-    if dry_run:
-        return _dry_run(workflow_paths, cluster_path, overwrite, resume)
-    warmed = warm_workers(cluster_path)  # the workers' imports run beside this process's and the check
+    if args.dry_run:
+        return _dry_run(args)
+    warmed = warm_workers(args.cluster_path)  # the workers' imports run beside this process's and the check
     # a fresh node's kernels built beside the check and the cluster's start, not in the blocks
-    builds = KernelBuilds.start(cluster_path) if warmed else None
+    builds = KernelBuilds.start(args.cluster_path) if warmed else None
     try:
-        return _checked_run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, current, started,
-                            handed_start, builds, report_dir)
+        return _checked_run(args, current, started, handed_start, builds)
     finally:
         if builds is not None:
             builds.stop()
@@ -59,14 +71,16 @@ def _run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path
             forkserver.release_unheld()
 
 
-def _checked_run(workflow_paths, cluster_path, overwrite, resume, no_progress, json_path, current, started,
-                 handed_start, builds, report_dir) -> int:
+def _checked_run(args: RunArgs, current: list, started: float, handed_start: float | None, builds) -> int:
     import time
 
     from .. import batch as workflow
     from ..batch.outputs import clash_problems
     from ..engine.paths import write_json
 
+    workflow_paths, cluster_path, report_dir, json_path = (args.workflow_paths, args.cluster_path, args.report_dir,
+                                                           args.json_path)
+    overwrite, resume = args.overwrite, args.resume
     # every workflow file's problems and the cluster file's, reported together before any work
     problems, loaded, todo = [], [], []
     for path in workflow_paths:
@@ -75,7 +89,7 @@ def _checked_run(workflow_paths, cluster_path, overwrite, resume, no_progress, j
             wf = workflow.load(path)
             loaded.append(wf)
             # what the output records, computed once for the check and the run (bovw records none)
-            job = workflow.job_of(wf) if wf.kind == "array" else {}
+            job = workflow.output_identity(wf) if wf.kind == "array" else {}
             todo.append((path, wf, workflow.preflight(wf, overwrite or None, resume, job), job))
         except workflow.WorkflowError as e:
             problems.append(where + str(e))
@@ -112,7 +126,7 @@ def _checked_run(workflow_paths, cluster_path, overwrite, resume, no_progress, j
                 print(message(built), flush=True)
             for path, wf, _, job in todo:
                 current[0] = path
-                summary = workflow.run(wf, client, overwrite=overwrite or None, progress=not no_progress,
+                summary = workflow.run(wf, client, overwrite=overwrite or None, progress=not args.no_progress,
                                        resume=resume, job=job,
                                        startup={"started": started, "check": checked, "cluster": cluster_up})
                 _timings(summary, started, checked, cluster_up, handed=handed_start is not None)
@@ -138,24 +152,24 @@ def _checked_run(workflow_paths, cluster_path, overwrite, resume, no_progress, j
     return 0
 
 
-def _dry_run(workflow_paths, cluster_path, overwrite, resume) -> int:
+def _dry_run(args: RunArgs) -> int:
     """`distconv run --dry-run`: the same check as a run (exit 2 with every problem), then what
     each workflow's run would do; no cluster, nothing written."""
     from .. import batch as workflow
     from ..batch.dry_run import describe
     from .config import resolve_type
 
-    problems, todo = [], []
-    for path in workflow_paths:
-        where = f"{path}: " if len(workflow_paths) > 1 else ""
+    problems, todo, overwrite, resume = [], [], args.overwrite, args.resume
+    for path in args.workflow_paths:
+        where = f"{path}: " if len(args.workflow_paths) > 1 else ""
         try:
             wf = workflow.load(path)
-            job = workflow.job_of(wf) if wf.kind == "array" else {}
+            job = workflow.output_identity(wf) if wf.kind == "array" else {}
             todo.append((wf, workflow.preflight(wf, overwrite or None, resume, job)))
         except workflow.WorkflowError as e:
             problems.append(where + str(e))
     try:
-        cfg = load_config(cluster_path)
+        cfg = load_config(args.cluster_path)
         kind = resolve_type(cfg) if cfg["type"] != "address" else "address"
     except ClusterConfigError as e:
         problems.append(str(e))

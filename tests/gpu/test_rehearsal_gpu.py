@@ -26,7 +26,7 @@ wf = batch.load(sys.argv[2])
 before = loader.cached_kernels()
 if sys.argv[1] == "rehearse":
     from distconv.engine.rehearsal import rehearse
-    job = direct.plan(wf, True)[0]
+    job = direct.direct_job(wf, True)[0]
     assert job is not None and job.gpu
     out = rehearse(job)
 else:
