@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..backends.devices import gpu_blocks  # noqa: F401 - the one GPU probe, as engine.gpu_blocks
 from ..core.arrays import array_kind
 from ..core.stencil import ScanStep, Stencil, identity
 from ..graph.declared import declared, fusing
@@ -85,5 +86,3 @@ def plan_write(data, dst: str, gpu: bool, bins=(None, True), out_chunks=None, wi
     return Plan(job=plan_job(stored, dst, st, gpu, scan=scan, bins=bins, window=window, edges_data=edges_data,
                              out_chunks=out_chunks, out_inner=out_inner))
 
-
-from ..backends.devices import gpu_blocks  # noqa: E402,F401 - the one GPU probe, engine.gpu_blocks
