@@ -96,7 +96,7 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
                                     plan.storage_chunks, shown)
 
             step_seconds, results, stream, started = _compute(write, client, shown)
-            _finish(wf, array_path, plan.frame is not None, claim)
+            _finish(wf, plan.frame is not None, claim)
     except marks.Superseded as e:  # another run claimed the output meanwhile
         raise WorkflowError(str(e)) from None
     hist = plan.histogram(results, client)  # counted in the job's time
@@ -177,7 +177,7 @@ def _dataset_frame(wf: Workflow, result, resuming: bool):
             list(map(str, result.dims)))
 
 
-def _finish(wf: Workflow, array_path: str, dataset: bool, claim: marks.Claim):
+def _finish(wf: Workflow, dataset: bool, claim: marks.Claim):
     """A dataset's metadata consolidated, then the completion mark."""
     if dataset:
         storage.consolidate(str(wf.outputs["path"]))

@@ -240,7 +240,7 @@ def slides(T, KD: int, KH: int, KW: int) -> bool:
             and KD * KH * KW * np.dtype(T).itemsize <= loader.define("DC_SLIDE_TAP_BYTES"))
 
 
-def slide_shape(T, KD: int, KH: int, KW: int) -> tuple:
+def slide_shape(KD: int, KH: int, KW: int) -> tuple:
     """distconv_correlate_slide3d's (BX, BY, PX, PY): 32 x 8 threads of 4 columns by one row, two
     rows for small masks (staging and taps shared by more outputs; bigger masks' KD sets of
     accumulators leave no registers for a second row without spilling)."""
@@ -273,7 +273,7 @@ def launch(src, out, out3, offs, mask3: np.ndarray, mode: int, cval: float):
     oD, oH, oW = out3
     sizes = (src, out, *(np.int64(v) for v in out3), *(np.int64(v) for v in offs))
     if slides(T, KD, KH, KW):
-        BX, BY, PX, PY = slide_shape(T, KD, KH, KW)
+        BX, BY, PX, PY = slide_shape(KD, KH, KW)
         name = loader.template("distconv_correlate_slide3d", ctype(T), KD, KH, KW, BX, BY, PX, PY)
         smem = 2 * _plane_bytes(T, KH, KW, BX, BY, PX, PY)
         nz = slide_planes(KD)
@@ -318,10 +318,10 @@ INSTANTIATIONS = [
     loader.template("distconv_correlate_tiled", "float", 32, 32, *tiled_shape(np.float32, 32, 32, 9), True),
     loader.template("distconv_correlate_direct", "float", True),
 ] + [
-    loader.template("distconv_correlate_slide3d", ctype(np.dtype(t)), kd, kh, kw, *slide_shape(t, kd, kh, kw))
+    loader.template("distconv_correlate_slide3d", ctype(np.dtype(t)), kd, kh, kw, *slide_shape(kd, kh, kw))
     for t in (np.float32, np.float64) for kd, kh, kw in ((3, 3, 3), (5, 5, 5), (2, 4, 3), (3, 1, 16), (6, 6, 6))
     if slides(t, kd, kh, kw)
 ] + [
-    loader.template("distconv_correlate_slide3d", "float", 8, 8, 8, *slide_shape(np.float32, 8, 8, 8)),
+    loader.template("distconv_correlate_slide3d", "float", 8, 8, 8, *slide_shape(8, 8, 8)),
     loader.template("distconv_correlate_direct", "double", False),
 ]
