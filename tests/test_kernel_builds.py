@@ -1,6 +1,6 @@
 """`distconv run`'s kernel builds beside its cluster's start (session/builds.py), where no GPU
-is: nothing is started for a CPU cluster, and the rehearsal's own process reports that it built
-nothing instead of failing (the GPU side: tests/gpu/test_rehearsal_gpu.py)."""
+is: a CPU cluster's compile of numba's kernels on a fresh machine, and the rehearsal's own
+process reports that it built nothing instead of failing (the GPU side: tests/gpu/test_rehearsal_gpu.py)."""
 
 import subprocess
 import sys
@@ -8,8 +8,56 @@ import sys
 from distconv.session import builds
 
 
-def test_no_rehearsal_for_a_cluster_of_cpu_workers():
+def test_a_cluster_of_cpu_workers_compiles_only_where_numba_has_compiled_nothing(monkeypatch):
+    """A CPU cluster on a machine whose numba cache holds no kernel starts the compile's
+    process (told so: its jobs are stencils, not GPU jobs); with any kernel cached, none."""
+    monkeypatch.setattr(builds, "compiled_here", lambda: True)
     assert builds.KernelBuilds.start({"type": "cpu"}) is None
+    monkeypatch.setattr(builds, "compiled_here", lambda: False)
+    started = builds.KernelBuilds.start({"type": "cpu"})
+    try:
+        assert started is not None and started._gpu is False and started._process.args[-1] == "cpu"
+    finally:
+        started.stop()
+
+
+CPU_WF = ("input: {path: in.zarr, synthetic: {shape: [300, 300], chunks: [100, 300], dtype: float64}}\n"
+          "steps: [{op: correlate, weights: [[0, 1, 0], [1, -4, 1], [0, 1, 0]], mode: nearest}]\n"
+          "outputs: {path: out.zarr}\n")
+
+
+def test_the_cpu_compile_fills_the_cache_every_process_reads(tmp_path):
+    """`python -m distconv.session.builds wf.yaml` (make's install) compiles the kernels the
+    workflow's steps call, before its synthetic input exists, into numba's cache (here
+    NUMBA_CACHE_DIR, as a read-only install would use the user's cache folder); cached_here then
+    finds it, and the next process (a worker) compiles nothing."""
+    import os
+
+    (tmp_path / "wf.yaml").write_text(CPU_WF)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    probe = ("from distconv.backends.numpy import compiled; import sys; "
+             "print(compiled.cached_here(), compiled.cache_path() in compiled.cache_dirs())")
+
+    def run(*args):
+        res = subprocess.run([sys.executable, *args], capture_output=True, cwd=tmp_path, env=env, timeout=600)
+        assert res.returncode == 0, res.stderr.decode()
+        return res.stdout.decode().strip().splitlines()[-1]
+
+    assert run("-c", probe) == "False True"
+    first = run("-m", "distconv.session.builds", "wf.yaml")
+    assert first.startswith("distconv: compiled 1 CPU kernels in ") and str(tmp_path / "numba") in first
+    assert not (tmp_path / "in.zarr").exists()
+    assert run("-c", probe) == "True True"
+    assert run("-m", "distconv.session.builds", "wf.yaml").startswith("distconv: compiled 0 CPU kernels")
+
+
+def test_the_cpu_compile_takes_the_stencils_of_the_checked_workflows(tmp_path):
+    """send() hands the compile's process each workflow's fused stencil and input dtype."""
+    from distconv import batch
+
+    (tmp_path / "wf.yaml").write_text(CPU_WF)
+    stencil, dtype = builds.stencil_of(batch.load(tmp_path / "wf.yaml"))
+    assert dtype == "float64" and stencil.depth == ((1, 1), (1, 1))
 
 
 def test_the_rehearsal_process_reports_nothing_built_where_it_cannot_build(tmp_path):
@@ -40,6 +88,8 @@ def test_the_message_says_what_was_built_once():
     assert builds.message(None) is None and builds.message({"built": 0, "seconds": 0.4}) is None
     line = builds.message({"built": 6, "seconds": 4.52})
     assert "built 6 GPU kernels" in line and "4.5 s" in line and "later runs skip this" in line
+    line = builds.message({"built": 3, "seconds": 7.04, "cache": "/c", "device": "cpu"})
+    assert line.startswith("distconv: compiled 3 CPU kernels (first run) in 7.0 s") and "/c" in line
 
 
 def test_the_kernel_log_says_which_process_loaded_which_kernel(tmp_path, monkeypatch):

@@ -9,6 +9,11 @@ up, before any block, and says once what it built and how long it took. A job th
 only looked up (a mark in the kernel cache); a node with any mark is not fresh, and its runs
 start no rehearsal here (engine.write rehearses a job new to a host on one of its workers).
 Any failure here leaves the building to the blocks, as before.
+
+A cluster of CPU workers has the same first-run cost in numba's compile of the CPU kernels
+(backends/numpy/compiled.py): where numba's cache holds none (a fresh install), the process
+compiles the kernels the checked workflows' steps call, on a small block of zeros of each
+input's dtype, into the cache every worker reads (`make demo` runs it at install for the demo).
 """
 
 from __future__ import annotations
@@ -24,8 +29,9 @@ class KernelBuilds:
     """A rehearsal in a process of its own: started first (it imports the engine and makes its
     CUDA context while this process checks the workflows), handed the checked jobs, waited for."""
 
-    def __init__(self, process):
+    def __init__(self, process, gpu: bool = True):
         self._process = process
+        self._gpu = gpu
 
     @classmethod
     def start(cls, cluster_config) -> KernelBuilds | None:
@@ -37,16 +43,16 @@ class KernelBuilds:
         from .config import ClusterConfigError, load_config, resolve_type
 
         try:
-            if resolve_type(load_config(cluster_config)) != "cuda":
-                return None
+            kind = resolve_type(load_config(cluster_config))
         except (ClusterConfigError, OSError, ValueError):
             return None
-        if rehearsed_here():  # not a fresh node: engine.write looks the job up on each host
-            return None
+        if kind not in ("cuda", "cpu") or (compiled_here() if kind == "cpu" else rehearsed_here()):
+            return None  # not a fresh node: the blocks find the kernels, or build one that is new
         # a process of its own, not one forked from the workers' server: that server takes
         # seconds to import what the workers need before it forks anything
-        return cls(subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.DEVNULL))
+        return cls(subprocess.Popen([sys.executable, "-m", __name__] + ([] if kind == "cuda" else ["cpu"]),
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL),
+                   kind == "cuda")
 
     def send(self, workflows: list):
         """Plan ``workflows`` (checked) as GPU workers run them and hand their jobs over."""
@@ -56,9 +62,9 @@ class KernelBuilds:
 
         jobs = []
         for wf in workflows:
-            if wf.kind == "array" and wf.device != "cpu":
+            if wf.kind == "array" and wf.device != ("cpu" if self._gpu else "gpu"):
                 with contextlib.suppress(Exception):  # the run itself reports what is wrong
-                    jobs.append(direct.plan(wf, True)[0])
+                    jobs.append(direct.plan(wf, True)[0] if self._gpu else stencil_of(wf))
         try:
             self._process.stdin.write(pickle.dumps([j for j in jobs if j is not None]))
             self._process.stdin.close()
@@ -121,10 +127,61 @@ def rehearse_jobs(stdin) -> dict:
             "skipped": sum(bool(d.get("skipped")) for d in done)}
 
 
+def compiled_here() -> bool:
+    """Has this machine compiled CPU kernels before (or can it not: no numba)? Then `distconv
+    run` starts no compile of its own; a kernel new to it compiles in the blocks that call it."""
+    from ..backends.numpy import compiled
+
+    return compiled.cached_here() or compiled.reason("linear", "f8") is not None
+
+
+def stencil_of(wf):
+    """(the fused stencil of ``wf``'s steps, the input's dtype), as planned for the check (the
+    steps before a scan where they end in one); None where the steps make none."""
+    from ..batch import direct
+    from ..core.stencil import ScanStep, Stencil
+    from ..graph.declared import declared
+
+    result = direct.planned_steps(wf)[0]
+    arr = getattr(result, "data", result)  # a dataset variable's DataArray
+    found = declared(arr, Stencil)
+    if found is None and (scan := declared(arr, ScanStep)) is not None:
+        found = declared(scan[0], Stencil)
+    return None if found is None else (found[1], str(found[0].dtype))
+
+
+def compile_stencils(stencils) -> dict:
+    """(In the compile's process.) Run each (stencil, dtype) once on a block of zeros big enough
+    for the compiled path (compiled.MIN_SIZE), with the stencil's halo around it: every kernel
+    it calls is then in numba's cache. {"built": kernels compiled, "seconds", "cache", "device"}."""
+    import numpy as np
+
+    from ..backends.numpy import compiled
+    from ..core.tile import Tile
+
+    t, before = time.perf_counter(), compiled.compiled_count()
+    for stencil, dtype in stencils:
+        side = int(np.ceil((2 * compiled.MIN_SIZE) ** (1 / stencil.ndim)))
+        ext = np.zeros(tuple(lo + side + hi for lo, hi in stencil.depth), dtype)
+        stencil.func(Tile.extended(ext, stencil.depth))
+    return {"built": compiled.compiled_count() - before, "seconds": round(time.perf_counter() - t, 2),
+            "cache": compiled.cache_path(), "device": "cpu"}
+
+
+def compile_workflows(paths) -> dict:
+    """compile_stencils for the workflow files at ``paths`` (what `make demo` runs at install)."""
+    from .. import batch
+
+    return compile_stencils([s for s in (stencil_of(batch.load(p)) for p in paths) if s is not None])
+
+
 def message(built: dict | None) -> str | None:
     """The line a run prints when it built kernels (a node's first run of these steps)."""
     if not built or not built.get("built"):
         return None
+    if built.get("device") == "cpu":
+        return (f"distconv: compiled {built['built']} CPU kernels (first run) in {built['seconds']:.1f} s, beside "
+                f"the cluster's start (cached in {built['cache']}: later runs skip this)")
     from ..backends.cuda.loader import cache_dir
 
     return (f"distconv: built {built['built']} GPU kernels for this node in {built['seconds']:.1f} s, beside the "
@@ -134,6 +191,17 @@ def message(built: dict | None) -> str | None:
 
 if __name__ == "__main__":
     import json
+    import pickle
     import sys
 
-    print(json.dumps(rehearse_jobs(sys.stdin.buffer)), flush=True)
+    if sys.argv[1:] == ["cpu"]:  # a command's compile: the stencils on stdin
+        from ..backends.numpy.compiled import warm
+
+        warm()  # numba's import while the command checks its workflows
+        print(json.dumps(compile_stencils(pickle.load(sys.stdin.buffer))), flush=True)
+    elif sys.argv[1:]:  # workflow files: compile ahead (make's install)
+        done = compile_workflows(sys.argv[1:])
+        print(f"distconv: compiled {done['built']} CPU kernels in {done['seconds']:.1f} s (cached in {done['cache']})",
+              flush=True)
+    else:
+        print(json.dumps(rehearse_jobs(sys.stdin.buffer)), flush=True)

@@ -125,6 +125,46 @@ def warm() -> bool:
     return True
 
 
+# the kernels a Python call enters (the others compile inside them); a compile is one of these
+# for one combination of argument types
+ENTRIES = ("correlate_nd", "pass_last", "pass_mid", "extremum_last", "extremum_mid", "rank_nd", "rank_omit_nd")
+
+
+def cache_dirs() -> list:
+    """The folders numba may keep the kernels' compiled code in, as its locators choose them
+    (NUMBA_CACHE_DIR's alone where it is set; else beside _kernels.py, or the user's cache folder
+    where that is read-only), found without importing numba: every process of the machine (the
+    command, each worker) reads the same one."""
+    import hashlib
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    sub = "_".join([os.path.basename(here), hashlib.sha1(here.encode()).hexdigest()])  # numba's subpath
+    user = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    given = os.environ.get("NUMBA_CACHE_DIR")
+    if given:
+        return [os.path.join(given, sub)]
+    return [os.path.join(here, "__pycache__"), os.path.join(user, "numba", sub)]
+
+
+def cached_here() -> bool:
+    """Has this machine compiled kernels before (numba's index of the N-D correlate in one of
+    cache_dirs)? Then a command starts no compile of its own (session.builds)."""
+    import glob
+
+    return any(glob.glob(os.path.join(d, "_kernels.correlate_nd-*.nbi")) for d in cache_dirs())
+
+
+def compiled_count() -> int:
+    """Kernels this process compiled (not found in the cache): one per entry and argument types."""
+    k = _kernels()
+    return sum(len(getattr(k, name).stats.cache_misses) for name in ENTRIES)
+
+
+def cache_path() -> str:
+    """The folder numba keeps this process's compiled kernels in."""
+    return _kernels().correlate_nd.stats.cache_path
+
+
 # ---- one block over the process's threads -------------------------------------------------------
 # A block's output splits into bands of rows (planes for 3-D blocks), each a kernel call of its
 # own on a thread of the process's pool (the kernels release the GIL): a worker running fewer
