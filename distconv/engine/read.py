@@ -26,6 +26,13 @@ def input_array(job: Job):
     return opened(describe(job.src, zarr.open_array(job.src, mode="r").metadata.to_dict()))
 
 
+def resumed(job: Job) -> bool:
+    """Can a block of ``job`` have been written before this run (its claim resumed an output)?
+    A fresh claim's token is new, so no block has its mark: none is looked up (on an object
+    store, a request a block and a neighbour)."""
+    return job.owner is not None and job.owner.resuming
+
+
 def fetch(job: Job, i: int, rows: tuple, slot: int, clock):
     """The read stage of block ``i``: rows lo..hi of the input (``rows`` = (lo, r0, r1, hi): the
     block r0..r1 and its halo), as shards.Frames on the host when the input's shards decode on
@@ -37,7 +44,8 @@ def fetch(job: Job, i: int, rows: tuple, slot: int, clock):
     dev = device(job.gpu)
     src = input_array(job)
     if dev.frames and job.src_layout is None and job.batches:
-        parts = STATE.get("batches", batches.Reader).take(job, i, src, lo, hi, clock, functools.partial(runs, job))
+        parts = STATE.get("batches", batches.Reader).take(job, i, src, lo, hi, clock,
+                                                          functools.partial(runs, job) if resumed(job) else None)
         clock.lap("batch wait")
         if parts is not None:
             return Decoded(parts)
