@@ -278,11 +278,12 @@ def graph(job: Job, name: str, workers: list | None = None):
 
     n = len(job.row_blocks)
     name = task_prefix(job, name)
-    if job.gpu:
-        in_rows = (job.in_shape or job.layout.shape)[1:]  # whole input rows are decoded
-        row_bytes = math.prod(in_rows) * np.dtype(job.in_dtype or job.layout.dtype).itemsize
-        job = dataclasses.replace(job, batches=batches.cut_batches(job.row_blocks, row_bytes, len(workers or [None]),
-                                                                   config.batch_bytes()))
+    # each worker's range of blocks (the GPU decodes them in batches; on CPUs the ranges say
+    # which neighbours run on another worker: read.PeerEdges hands them their halo rows)
+    in_rows = (job.in_shape or job.layout.shape)[1:]  # whole input rows are decoded
+    row_bytes = math.prod(in_rows) * np.dtype(job.in_dtype or job.layout.dtype).itemsize
+    job = dataclasses.replace(job, batches=batches.cut_batches(job.row_blocks, row_bytes, len(workers or [None]),
+                                                               config.batch_bytes()))
     token = tokenize(job)
     tasks, carry = [], None
     for i in range(n):
