@@ -460,6 +460,28 @@ def test_a_forked_child_makes_its_own_band_threads():
     assert compiled._threads.cache_info().currsize == 0 and compiled._pool.cache_info().currsize == 0
 
 
+def test_a_workers_codec_threads_are_its_own_threads():
+    """The zstd pool of a dask worker of 1 thread has 1 thread (not one per core of the node:
+    every worker of a node had as many); outside a worker, the process's cores."""
+    from distributed import Client, LocalCluster
+
+    from distconv.backends.numpy import zstd
+
+    def size():
+        return zstd._pool()._max_workers
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as c, \
+            Client(c) as client:
+        assert client.submit(size, pure=False).result() == 1
+    zstd._forget_pool()
+    compiled._threads.cache_clear()
+    try:
+        assert size() == compiled._threads()
+    finally:
+        zstd._forget_pool()
+        compiled._threads.cache_clear()
+
+
 def test_the_workers_server_imports_numba_and_compiles_nothing_before_it_forks():
     """CPU clusters' workers fork from a server that imported preload.py: numba and the kernels'
     module are imported there, and no kernel is compiled or loaded (a call would compile every

@@ -15,10 +15,25 @@ _POOL = None  # one pool per process, made on first use
 
 
 def _pool() -> ThreadPoolExecutor:
+    """The process's codec threads: a dask worker's own thread count (its share of the node's
+    cores: with every worker's pool the size of the node, many workers ran many times more
+    codec threads than cores), else the process's cores."""
     global _POOL
     if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 4, thread_name_prefix="distconv-zstd")
+        from .compiled import _threads
+
+        _POOL = ThreadPoolExecutor(max_workers=_threads(), thread_name_prefix="distconv-zstd")
     return _POOL
+
+
+def _forget_pool():
+    """In a forked child: a pool of its own (the parent's threads are not in it)."""
+    global _POOL
+    _POOL = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
 
 
 def encode_frames(block, frame_nbytes: int, align: int = 1) -> tuple:
