@@ -110,3 +110,61 @@ def test_the_kernel_log_says_which_process_loaded_which_kernel(tmp_path, monkeyp
     assert rows == [[str(os.getpid()), "MainProcess", "0.250", "convolve",
                      "distconv_separable2d<float, 17, 17, 1, 1, -1, float>"],
                     [str(os.getpid()), "MainProcess", "0.001", "zstd", "distconv_pack_frames"]]
+
+
+def test_blocks_run_scipy_while_a_live_compile_is_marked(tmp_path, monkeypatch):
+    """compiled.COMPILING names the compiling process: while it lives, reason() sends the blocks
+    to scipy; a marker of this process itself (the compile's own calls) or of an ended one
+    counts for nothing; the mark is gone once its block ends."""
+    import os
+
+    from distconv.backends.numpy import compiled
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    assert not compiled.compiling() and compiled.reason("linear", "f4") is None
+    with builds.compiling_mark():
+        marker = os.path.join(compiled.cache_dirs()[0], compiled.COMPILING)
+        assert open(marker).read() == str(os.getpid()) and not compiled.compiling()
+    assert not os.path.exists(marker)
+    for pid, live in ((os.getppid(), True), (2 ** 22 + 17, False)):
+        with open(marker, "w") as f:
+            f.write(str(pid))
+        assert compiled.compiling() is live
+        assert (compiled.reason("linear", "f4") is not None) is live
+    os.remove(marker)
+
+
+def test_a_cpu_compile_is_not_waited_for_and_is_left_to_finish():
+    """The run goes on with scipy while the compile runs (the line says so), and a compile that
+    was handed its stencils is not killed when the run ends."""
+    proc = subprocess.Popen([sys.executable, "-c", "import sys, time; sys.stdin.read(); time.sleep(60)"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        b = builds.KernelBuilds(proc, gpu=False)
+        b.send([])
+        built = b.wait()
+        assert built["running"] and built["waited_s"] == 0.0
+        assert "compiling CPU kernels (first run" in builds.message(built) and "scipy meanwhile" in builds.message(built)
+        b.stop()
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
+    unsent = builds.KernelBuilds(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]), gpu=False)
+    unsent.stop()  # the run failed before its check handed anything over: ended
+    assert unsent._process.poll() is not None
+
+
+def test_no_second_compile_while_one_runs(tmp_path, monkeypatch):
+    """A run that starts while a first run's compile still fills the cache starts none."""
+    import os
+
+    from distconv.backends.numpy import compiled
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compiled, "cached_here", lambda: False)
+    assert not builds.compiled_here()
+    os.makedirs(compiled.cache_dirs()[0])
+    with open(os.path.join(compiled.cache_dirs()[0], compiled.COMPILING), "w") as f:
+        f.write(str(os.getppid()))  # a live process's
+    assert builds.compiled_here()

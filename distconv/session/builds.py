@@ -14,6 +14,8 @@ A cluster of CPU workers has the same first-run cost in numba's compile of the C
 (backends/numpy/compiled.py): where numba's cache holds none (a fresh install), the process
 compiles the kernels the checked workflows' steps call, on a small block of zeros of each
 input's dtype, into the cache every worker reads (`make demo` runs it at install for the demo).
+The run does not wait for it: its blocks run scipy (the same numbers) while it compiles
+(compiled.compiling), and it is left to finish the cache if the run ends first.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class KernelBuilds:
     def __init__(self, process, gpu: bool = True):
         self._process = process
         self._gpu = gpu
+        self._sent = False
 
     @classmethod
     def start(cls, cluster_config) -> KernelBuilds | None:
@@ -71,14 +74,19 @@ class KernelBuilds:
         except OSError:  # it ended: the blocks build what they need
             pass
         self._process.stdin = None  # sent: communicate() in wait() only reads its answer
+        self._sent = True
 
     def wait(self, timeout: float = WAIT_S) -> dict | None:
         """{"built", "seconds", "waited_s"} once the rehearsal ends (None if it failed or ran
-        past ``timeout``; the blocks then build what is missing themselves)."""
+        past ``timeout``; the blocks then build what is missing themselves). A CPU compile is
+        not waited for: its blocks run scipy until it ends (compiled.compiling), and where it
+        still runs this says so ({"device": "cpu", "running": True, ...})."""
         import json
         import subprocess
 
         t = time.perf_counter()
+        if not self._gpu and self._process.poll() is None:
+            return {"device": "cpu", "running": True, "built": 0, "seconds": 0.0, "waited_s": 0.0}
         try:
             out, _ = self._process.communicate(timeout=timeout)
             result = json.loads(out.decode().strip().splitlines()[-1])
@@ -90,7 +98,10 @@ class KernelBuilds:
         return {**result, "waited_s": round(time.perf_counter() - t, 2)}
 
     def stop(self):
-        """End the rehearsal's process if it still runs (Ctrl-C, a failed run)."""
+        """End the rehearsal's process if it still runs (Ctrl-C, a failed run). A CPU compile
+        handed its stencils is left to finish the cache (seconds; it writes nothing else)."""
+        if not self._gpu and self._sent:
+            return
         if self._process.poll() is None:
             self._process.kill()
         with contextlib.suppress(Exception):
@@ -128,11 +139,12 @@ def rehearse_jobs(stdin) -> dict:
 
 
 def compiled_here() -> bool:
-    """Has this machine compiled CPU kernels before (or can it not: no numba)? Then `distconv
-    run` starts no compile of its own; a kernel new to it compiles in the blocks that call it."""
+    """Has this machine compiled CPU kernels before, or is a compile under way (or can it not:
+    no numba)? Then `distconv run` starts no compile of its own; a kernel new to it compiles in
+    the blocks that call it."""
     from ..backends.numpy import compiled
 
-    return compiled.cached_here() or compiled.reason("linear", "f8") is not None
+    return compiled.cached_here() or compiled.reason("linear", "f8") is not None  # no numba, or compiling
 
 
 def stencil_of(wf):
@@ -168,6 +180,31 @@ def compile_stencils(stencils) -> dict:
             "cache": compiled.cache_path(), "device": "cpu"}
 
 
+@contextlib.contextmanager
+def compiling_mark():
+    """This process's pid in compiled.COMPILING (the first of numba's cache folders it can
+    write) while the block runs: the machine's CPU workers run scipy meanwhile rather than
+    compile the same kernels each."""
+    from ..backends.numpy import compiled
+
+    path = None
+    for folder in compiled.cache_dirs():
+        try:
+            os.makedirs(folder, exist_ok=True)
+            with open(os.path.join(folder, compiled.COMPILING), "w") as f:
+                f.write(str(os.getpid()))
+            path = os.path.join(folder, compiled.COMPILING)
+            break
+        except OSError:
+            continue
+    try:
+        yield
+    finally:
+        if path is not None:
+            with contextlib.suppress(OSError):
+                os.remove(path)
+
+
 def compile_workflows(paths) -> dict:
     """compile_stencils for the workflow files at ``paths`` (what `make demo` runs at install)."""
     from .. import batch
@@ -177,6 +214,9 @@ def compile_workflows(paths) -> dict:
 
 def message(built: dict | None) -> str | None:
     """The line a run prints when it built kernels (a node's first run of these steps)."""
+    if built and built.get("running"):
+        return ("distconv: compiling CPU kernels (first run on this machine) beside the run, scipy meanwhile "
+                "(cached for later runs)")
     if not built or not built.get("built"):
         return None
     if built.get("device") == "cpu":
@@ -194,11 +234,13 @@ if __name__ == "__main__":
     import pickle
     import sys
 
-    if sys.argv[1:] == ["cpu"]:  # a command's compile: the stencils on stdin
+    if sys.argv[1:] == ["cpu"]:  # a command's compile: the stencils on stdin, its blocks on scipy meanwhile
         from ..backends.numpy.compiled import warm
 
-        warm()  # numba's import while the command checks its workflows
-        print(json.dumps(compile_stencils(pickle.load(sys.stdin.buffer))), flush=True)
+        with compiling_mark():
+            warm()  # numba's import while the command checks its workflows
+            done = compile_stencils(pickle.load(sys.stdin.buffer))
+        print(json.dumps(done), flush=True)
     elif sys.argv[1:]:  # workflow files: compile ahead (make's install)
         done = compile_workflows(sys.argv[1:])
         print(f"distconv: compiled {done['built']} CPU kernels in {done['seconds']:.1f} s (cached in {done['cache']})",

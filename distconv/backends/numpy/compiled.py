@@ -77,6 +77,8 @@ def reason(kind: str, dtype, out_dtype=None, ndim: int = 2, modes=(), cval: floa
     scipy runs instead. The one place that decides it."""
     if not _HAVE_NUMBA:
         return "numba is not installed"
+    if compiling():
+        return "the CPU kernels are compiling beside this run (a first run on this machine)"
     dt, odt = np.dtype(dtype), np.dtype(out_dtype if out_dtype is not None else dtype)
     allowed = LINEAR_DTYPES if kind == "linear" else PICK_DTYPES
     if dt not in allowed or odt not in allowed:
@@ -152,6 +154,31 @@ def cached_here() -> bool:
     import glob
 
     return any(glob.glob(os.path.join(d, "_kernels.correlate_nd-*.nbi")) for d in cache_dirs())
+
+
+COMPILING = "distconv-compiling"  # the marker, in one of cache_dirs(), of a compile under way (its pid)
+
+
+def compiling() -> bool:
+    """Is a compile of the kernels under way on this machine (session.builds, while a first
+    run's blocks run)? Its blocks run scipy meanwhile (the same numbers) rather than compile
+    the same kernels again each; a marker whose process ended counts for nothing."""
+    for folder in cache_dirs():
+        try:
+            with open(os.path.join(folder, COMPILING)) as f:
+                pid = int(f.read().strip() or 0)
+        except (OSError, ValueError):
+            continue
+        if pid <= 0 or pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        except OSError:  # alive, another user's
+            pass
+        return True
+    return False
 
 
 def compiled_count() -> int:
