@@ -35,8 +35,8 @@ def test_the_cpu_compile_fills_the_cache_every_process_reads(tmp_path):
 
     (tmp_path / "wf.yaml").write_text(CPU_WF)
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
-    probe = ("from distconv.backends.numpy import compiled; import sys; "
-             "print(compiled.cached_here(), compiled.cache_path() in compiled.cache_dirs())")
+    probe = ("from distconv.backends.numpy import kernel_cache; import sys; "
+             "print(kernel_cache.cached_here(), kernel_cache.cache_path() in kernel_cache.cache_dirs())")
 
     def run(*args):
         res = subprocess.run([sys.executable, *args], capture_output=True, cwd=tmp_path, env=env, timeout=600)
@@ -113,23 +113,23 @@ def test_the_kernel_log_says_which_process_loaded_which_kernel(tmp_path, monkeyp
 
 
 def test_blocks_run_scipy_while_a_live_compile_is_marked(tmp_path, monkeypatch):
-    """compiled.COMPILING names the compiling process: while it lives, reason() sends the blocks
+    """kernel_cache.COMPILING names the compiling process: while it lives, reason() sends the blocks
     to scipy; a marker of this process itself (the compile's own calls) or of an ended one
     counts for nothing; the mark is gone once its block ends."""
     import os
 
-    from distconv.backends.numpy import compiled
+    from distconv.backends.numpy import compiled, kernel_cache
 
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
-    assert not compiled.compiling() and compiled.reason("linear", "f4") is None
+    assert not kernel_cache.compiling() and compiled.reason("linear", "f4") is None
     with builds.compiling_mark():
-        marker = os.path.join(compiled.cache_dirs()[0], compiled.COMPILING)
-        assert open(marker).read() == str(os.getpid()) and not compiled.compiling()
+        marker = os.path.join(kernel_cache.cache_dirs()[0], kernel_cache.COMPILING)
+        assert open(marker).read() == str(os.getpid()) and not kernel_cache.compiling()
     assert not os.path.exists(marker)
     for pid, live in ((os.getppid(), True), (2 ** 22 + 17, False)):
         with open(marker, "w") as f:
             f.write(str(pid))
-        assert compiled.compiling() is live
+        assert kernel_cache.compiling() is live
         assert (compiled.reason("linear", "f4") is not None) is live
     os.remove(marker)
 
@@ -159,12 +159,12 @@ def test_no_second_compile_while_one_runs(tmp_path, monkeypatch):
     """A run that starts while a first run's compile still fills the cache starts none."""
     import os
 
-    from distconv.backends.numpy import compiled
+    from distconv.backends.numpy import compiled, kernel_cache
 
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(compiled, "cached_here", lambda: False)
+    monkeypatch.setattr(kernel_cache, "cached_here", lambda: False)
     assert not builds.compiled_here()
-    os.makedirs(compiled.cache_dirs()[0])
-    with open(os.path.join(compiled.cache_dirs()[0], compiled.COMPILING), "w") as f:
+    os.makedirs(kernel_cache.cache_dirs()[0])
+    with open(os.path.join(kernel_cache.cache_dirs()[0], kernel_cache.COMPILING), "w") as f:
         f.write(str(os.getppid()))  # a live process's
     assert builds.compiled_here()

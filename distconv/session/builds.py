@@ -15,7 +15,7 @@ A cluster of CPU workers has the same first-run cost in numba's compile of the C
 compiles the kernels the checked workflows' steps call, on a small block of zeros of each
 input's dtype, into the cache every worker reads (`make demo` runs it at install for the demo).
 The run does not wait for it: its blocks run scipy (the same numbers) while it compiles
-(compiled.compiling), and it is left to finish the cache if the run ends first.
+(kernel_cache.compiling), and it is left to finish the cache if the run ends first.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ class KernelBuilds:
     def wait(self, timeout: float = WAIT_S) -> dict | None:
         """{"built", "seconds", "waited_s"} once the rehearsal ends (None if it failed or ran
         past ``timeout``; the blocks then build what is missing themselves). A CPU compile is
-        not waited for: its blocks run scipy until it ends (compiled.compiling), and where it
+        not waited for: its blocks run scipy until it ends (kernel_cache.compiling), and where it
         still runs this says so ({"device": "cpu", "running": True, ...})."""
         import json
         import subprocess
@@ -142,9 +142,9 @@ def compiled_here() -> bool:
     """Has this machine compiled CPU kernels before, or is a compile under way (or can it not:
     no numba)? Then `distconv run` starts no compile of its own; a kernel new to it compiles in
     the blocks that call it."""
-    from ..backends.numpy import compiled
+    from ..backends.numpy import compiled, kernel_cache
 
-    return compiled.cached_here() or compiled.reason("linear", "f8") is not None  # no numba, or compiling
+    return kernel_cache.cached_here() or compiled.reason("linear", "f8") is not None  # no numba, or compiling
 
 
 def stencil_of(wf):
@@ -168,32 +168,32 @@ def compile_stencils(stencils) -> dict:
     it calls is then in numba's cache. {"built": kernels compiled, "seconds", "cache", "device"}."""
     import numpy as np
 
-    from ..backends.numpy import compiled
+    from ..backends.numpy import compiled, kernel_cache
     from ..core.tile import Tile
 
-    t, before = time.perf_counter(), compiled.compiled_count()
+    t, before = time.perf_counter(), kernel_cache.compiled_count()
     for stencil, dtype in stencils:
         side = int(np.ceil((2 * compiled.MIN_SIZE) ** (1 / stencil.ndim)))
         ext = np.zeros(tuple(lo + side + hi for lo, hi in stencil.depth), dtype)
         stencil.func(Tile.extended(ext, stencil.depth))
-    return {"built": compiled.compiled_count() - before, "seconds": round(time.perf_counter() - t, 2),
-            "cache": compiled.cache_path(), "device": "cpu"}
+    return {"built": kernel_cache.compiled_count() - before, "seconds": round(time.perf_counter() - t, 2),
+            "cache": kernel_cache.cache_path(), "device": "cpu"}
 
 
 @contextlib.contextmanager
 def compiling_mark():
-    """This process's pid in compiled.COMPILING (the first of numba's cache folders it can
+    """This process's pid in kernel_cache.COMPILING (the first of numba's cache folders it can
     write) while the block runs: the machine's CPU workers run scipy meanwhile rather than
     compile the same kernels each."""
-    from ..backends.numpy import compiled
+    from ..backends.numpy import kernel_cache
 
     path = None
-    for folder in compiled.cache_dirs():
+    for folder in kernel_cache.cache_dirs():
         try:
             os.makedirs(folder, exist_ok=True)
-            with open(os.path.join(folder, compiled.COMPILING), "w") as f:
+            with open(os.path.join(folder, kernel_cache.COMPILING), "w") as f:
                 f.write(str(os.getpid()))
-            path = os.path.join(folder, compiled.COMPILING)
+            path = os.path.join(folder, kernel_cache.COMPILING)
             break
         except OSError:
             continue
