@@ -13,6 +13,7 @@ import scipy.ndimage as ndi
 
 import distconv as dc
 from distconv.backends.numpy import compiled
+from distconv.backends.numpy import kernel_cache
 from distconv.backends.numpy import convolve as np_convolve
 from distconv.backends.numpy import rank as np_rank
 from distconv.core.tile import Tile
@@ -32,8 +33,11 @@ class _NoScipy:
 
 @pytest.fixture
 def compiled_only(monkeypatch):
-    """Every block takes the compiled path, and scipy inside the backend fails if used."""
+    """Every block takes the compiled path, and scipy inside the backend fails if used (a
+    compile under way on this machine, left by an earlier test's first run, sends blocks to
+    scipy: not here)."""
     monkeypatch.setattr(compiled, "MIN_SIZE", 0)
+    monkeypatch.setattr(kernel_cache, "compiling", lambda: False)
     monkeypatch.setattr(np_convolve, "ndi", _NoScipy())
     monkeypatch.setattr(np_rank, "ndi", _NoScipy())
 

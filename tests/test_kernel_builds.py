@@ -8,9 +8,10 @@ import sys
 from distconv.session import builds
 
 
-def test_a_cluster_of_cpu_workers_compiles_only_where_numba_has_compiled_nothing(monkeypatch):
+def test_a_cluster_of_cpu_workers_compiles_only_where_numba_has_compiled_nothing(tmp_path, monkeypatch):
     """A CPU cluster on a machine whose numba cache holds no kernel starts the compile's
     process (told so: its jobs are stencils, not GPU jobs); with any kernel cached, none."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))  # its mark goes there, not in this machine's cache
     monkeypatch.setattr(builds, "compiled_here", lambda: True)
     assert builds.KernelBuilds.start({"type": "cpu"}) is None
     monkeypatch.setattr(builds, "compiled_here", lambda: False)

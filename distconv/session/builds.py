@@ -237,9 +237,10 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["cpu"]:  # a command's compile: the stencils on stdin, its blocks on scipy meanwhile
         from ..backends.numpy.compiled import warm
 
-        with compiling_mark():
-            warm()  # numba's import while the command checks its workflows
-            done = compile_stencils(pickle.load(sys.stdin.buffer))
+        warm()  # numba's import while the command checks its workflows
+        stencils = pickle.load(sys.stdin.buffer)
+        with compiling_mark() if stencils else contextlib.nullcontext():  # marked once there is work
+            done = compile_stencils(stencils)
         print(json.dumps(done), flush=True)
     elif sys.argv[1:]:  # workflow files: compile ahead (make's install)
         done = compile_workflows(sys.argv[1:])
