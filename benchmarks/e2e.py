@@ -72,6 +72,8 @@ def distconv_run(name: str, root: Path, src: Path, steps: list, hist=None, clust
           "outputs": {"path": str(out), **({"histogram": hist} if hist else {})}, **({"device": device} if device else {})}
     p = root / f"{name}.yaml"
     p.write_text(yaml.safe_dump(wf))
+    if device == "cpu":  # numba's cache filled first (a fresh node's first run would run scipy meanwhile)
+        subprocess.run([sys.executable, "-m", "distconv.session.builds", str(p)], check=True, env=env)
     summary = root / f"{name}.json"
     cmd = [sys.executable, "-m", "distconv.cli", "run", str(p), "--overwrite", "--no-progress", "--json", str(summary)]
     if cluster:

@@ -17,7 +17,7 @@ def _job(rows, n0, depth, workers, limit, width=9, src="in"):
     layout = shards.Layout((n0, width), (7, width), (7, width), "<f4")
     job = types.SimpleNamespace(row_blocks=rows, layout=layout, stencil=types.SimpleNamespace(depth=(depth, (0, 0))),
                                 src=src, run="r", row_limits=lambda: (0, n0))
-    job.batches = batches.plan(rows, width * 4, workers, limit)
+    job.batches = batches.cut_batches(rows, width * 4, workers, limit)
     return job
 
 

@@ -13,6 +13,7 @@ import scipy.ndimage as ndi
 
 import distconv as dc
 from distconv.backends.numpy import compiled
+from distconv.backends.numpy import kernel_cache
 from distconv.backends.numpy import convolve as np_convolve
 from distconv.backends.numpy import rank as np_rank
 from distconv.core.tile import Tile
@@ -32,8 +33,11 @@ class _NoScipy:
 
 @pytest.fixture
 def compiled_only(monkeypatch):
-    """Every block takes the compiled path, and scipy inside the backend fails if used."""
+    """Every block takes the compiled path, and scipy inside the backend fails if used (a
+    compile under way on this machine, left by an earlier test's first run, sends blocks to
+    scipy: not here)."""
     monkeypatch.setattr(compiled, "MIN_SIZE", 0)
+    monkeypatch.setattr(kernel_cache, "compiling", lambda: False)
     monkeypatch.setattr(np_convolve, "ndi", _NoScipy())
     monkeypatch.setattr(np_rank, "ndi", _NoScipy())
 
@@ -458,6 +462,28 @@ def test_a_forked_child_makes_its_own_band_threads():
     compiled._threads()
     compiled._forget_pool()
     assert compiled._threads.cache_info().currsize == 0 and compiled._pool.cache_info().currsize == 0
+
+
+def test_a_workers_codec_threads_are_its_own_threads():
+    """The zstd pool of a dask worker of 1 thread has 1 thread (not one per core of the node:
+    every worker of a node had as many); outside a worker, the process's cores."""
+    from distributed import Client, LocalCluster
+
+    from distconv.backends.numpy import zstd
+
+    def size():
+        return zstd._pool()._max_workers
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as c, \
+            Client(c) as client:
+        assert client.submit(size, pure=False).result() == 1
+    zstd._forget_pool()
+    compiled._threads.cache_clear()
+    try:
+        assert size() == compiled._threads()
+    finally:
+        zstd._forget_pool()
+        compiled._threads.cache_clear()
 
 
 def test_the_workers_server_imports_numba_and_compiles_nothing_before_it_forks():

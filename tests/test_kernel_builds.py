@@ -1,6 +1,6 @@
 """`distconv run`'s kernel builds beside its cluster's start (session/builds.py), where no GPU
-is: nothing is started for a CPU cluster, and the rehearsal's own process reports that it built
-nothing instead of failing (the GPU side: tests/gpu/test_rehearsal_gpu.py)."""
+is: a CPU cluster's compile of numba's kernels on a fresh machine, and the rehearsal's own
+process reports that it built nothing instead of failing (the GPU side: tests/gpu/test_rehearsal_gpu.py)."""
 
 import subprocess
 import sys
@@ -8,8 +8,57 @@ import sys
 from distconv.session import builds
 
 
-def test_no_rehearsal_for_a_cluster_of_cpu_workers():
+def test_a_cluster_of_cpu_workers_compiles_only_where_numba_has_compiled_nothing(tmp_path, monkeypatch):
+    """A CPU cluster on a machine whose numba cache holds no kernel starts the compile's
+    process (told so: its jobs are stencils, not GPU jobs); with any kernel cached, none."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))  # its mark goes there, not in this machine's cache
+    monkeypatch.setattr(builds, "compiled_here", lambda: True)
     assert builds.KernelBuilds.start({"type": "cpu"}) is None
+    monkeypatch.setattr(builds, "compiled_here", lambda: False)
+    started = builds.KernelBuilds.start({"type": "cpu"})
+    try:
+        assert started is not None and started._gpu is False and started._process.args[-1] == "cpu"
+    finally:
+        started.stop()
+
+
+CPU_WF = ("input: {path: in.zarr, synthetic: {shape: [300, 300], chunks: [100, 300], dtype: float64}}\n"
+          "steps: [{op: correlate, weights: [[0, 1, 0], [1, -4, 1], [0, 1, 0]], mode: nearest}]\n"
+          "outputs: {path: out.zarr}\n")
+
+
+def test_the_cpu_compile_fills_the_cache_every_process_reads(tmp_path):
+    """`python -m distconv.session.builds wf.yaml` (make's install) compiles the kernels the
+    workflow's steps call, before its synthetic input exists, into numba's cache (here
+    NUMBA_CACHE_DIR, as a read-only install would use the user's cache folder); cached_here then
+    finds it, and the next process (a worker) compiles nothing."""
+    import os
+
+    (tmp_path / "wf.yaml").write_text(CPU_WF)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    probe = ("from distconv.backends.numpy import kernel_cache; import sys; "
+             "print(kernel_cache.cached_here(), kernel_cache.cache_path() in kernel_cache.cache_dirs())")
+
+    def run(*args):
+        res = subprocess.run([sys.executable, *args], capture_output=True, cwd=tmp_path, env=env, timeout=600)
+        assert res.returncode == 0, res.stderr.decode()
+        return res.stdout.decode().strip().splitlines()[-1]
+
+    assert run("-c", probe) == "False True"
+    first = run("-m", "distconv.session.builds", "wf.yaml")
+    assert first.startswith("distconv: compiled 1 CPU kernels in ") and str(tmp_path / "numba") in first
+    assert not (tmp_path / "in.zarr").exists()
+    assert run("-c", probe) == "True True"
+    assert run("-m", "distconv.session.builds", "wf.yaml").startswith("distconv: compiled 0 CPU kernels")
+
+
+def test_the_cpu_compile_takes_the_stencils_of_the_checked_workflows(tmp_path):
+    """send() hands the compile's process each workflow's fused stencil and input dtype."""
+    from distconv import batch
+
+    (tmp_path / "wf.yaml").write_text(CPU_WF)
+    stencil, dtype = builds.stencil_of(batch.load(tmp_path / "wf.yaml"))
+    assert dtype == "float64" and stencil.depth == ((1, 1), (1, 1))
 
 
 def test_the_rehearsal_process_reports_nothing_built_where_it_cannot_build(tmp_path):
@@ -40,6 +89,8 @@ def test_the_message_says_what_was_built_once():
     assert builds.message(None) is None and builds.message({"built": 0, "seconds": 0.4}) is None
     line = builds.message({"built": 6, "seconds": 4.52})
     assert "built 6 GPU kernels" in line and "4.5 s" in line and "later runs skip this" in line
+    line = builds.message({"built": 3, "seconds": 7.04, "cache": "/c", "device": "cpu"})
+    assert line.startswith("distconv: compiled 3 CPU kernels (first run) in 7.0 s") and "/c" in line
 
 
 def test_the_kernel_log_says_which_process_loaded_which_kernel(tmp_path, monkeypatch):
@@ -60,3 +111,61 @@ def test_the_kernel_log_says_which_process_loaded_which_kernel(tmp_path, monkeyp
     assert rows == [[str(os.getpid()), "MainProcess", "0.250", "convolve",
                      "distconv_separable2d<float, 17, 17, 1, 1, -1, float>"],
                     [str(os.getpid()), "MainProcess", "0.001", "zstd", "distconv_pack_frames"]]
+
+
+def test_blocks_run_scipy_while_a_live_compile_is_marked(tmp_path, monkeypatch):
+    """kernel_cache.COMPILING names the compiling process: while it lives, reason() sends the blocks
+    to scipy; a marker of this process itself (the compile's own calls) or of an ended one
+    counts for nothing; the mark is gone once its block ends."""
+    import os
+
+    from distconv.backends.numpy import compiled, kernel_cache
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    assert not kernel_cache.compiling() and compiled.reason("linear", "f4") is None
+    with builds.compiling_mark():
+        marker = os.path.join(kernel_cache.cache_dirs()[0], kernel_cache.COMPILING)
+        assert open(marker).read() == str(os.getpid()) and not kernel_cache.compiling()
+    assert not os.path.exists(marker)
+    for pid, live in ((os.getppid(), True), (2 ** 22 + 17, False)):
+        with open(marker, "w") as f:
+            f.write(str(pid))
+        assert kernel_cache.compiling() is live
+        assert (compiled.reason("linear", "f4") is not None) is live
+    os.remove(marker)
+
+
+def test_a_cpu_compile_is_not_waited_for_and_is_left_to_finish():
+    """The run goes on with scipy while the compile runs (the line says so), and a compile that
+    was handed its stencils is not killed when the run ends."""
+    proc = subprocess.Popen([sys.executable, "-c", "import sys, time; sys.stdin.read(); time.sleep(60)"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        b = builds.KernelBuilds(proc, gpu=False)
+        b.send([])
+        built = b.wait()
+        assert built["running"] and built["waited_s"] == 0.0
+        assert "compiling CPU kernels (first run" in builds.message(built) and "scipy meanwhile" in builds.message(built)
+        b.stop()
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
+    unsent = builds.KernelBuilds(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]), gpu=False)
+    unsent.stop()  # the run failed before its check handed anything over: ended
+    assert unsent._process.poll() is not None
+
+
+def test_no_second_compile_while_one_runs(tmp_path, monkeypatch):
+    """A run that starts while a first run's compile still fills the cache starts none."""
+    import os
+
+    from distconv.backends.numpy import compiled, kernel_cache
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(kernel_cache, "cached_here", lambda: False)
+    assert not builds.compiled_here()
+    os.makedirs(kernel_cache.cache_dirs()[0])
+    with open(os.path.join(kernel_cache.cache_dirs()[0], kernel_cache.COMPILING), "w") as f:
+        f.write(str(os.getppid()))  # a live process's
+    assert builds.compiled_here()

@@ -3,8 +3,8 @@ read stage for the layout zarr and dask write by default: unsharded 64 MiB chunk
 
 nvCOMP decodes a 64 MiB zstd frame on one unit of the GPU, slower than the host's cores, and a batch
 of up to ~190 such frames in about the same time as one. So the GPU pays only with many frames in
-flight: a worker's range of blocks is cut into batches (``plan``), and a process's Reader decodes
-several batches at once ahead of the blocks, each on its own stream, their chunk files read one
+flight: a worker's range of blocks is cut into batches (``cut_batches``), and a process's Reader
+decodes several batches at once ahead of the blocks, each on its own stream, their chunk files read one
 batch at a time in block order (the first block waits for one batch's files only). A batch decodes
 its own blocks' chunk rows; a block's halo rows come from the neighbouring batch of its worker, so
 only a worker's first and last batch decode the chunk rows beyond its range.
@@ -35,7 +35,7 @@ def worker_of(i: int, n: int, workers: int) -> int:
     return i * workers // n
 
 
-def plan(row_blocks: tuple, row_bytes: int, workers: int, limit: int) -> tuple:
+def cut_batches(row_blocks: tuple, row_bytes: int, workers: int, limit: int) -> tuple:
     """Per block (b0, b1, w1): the blocks b0..b1 decoded in one batch with it (its worker's
     range cut into runs of at most ``limit`` bytes of rows, at least one block each) and the
     end w1 of that range."""

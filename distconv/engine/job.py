@@ -31,7 +31,7 @@ from ..core.tile import Tile
 from ..core.ops import FAN_IN
 from . import batches, carries, fencing, settings, shards
 from .plan import Job, block_mark, runs, written
-from .read import fetch, to_device
+from .read import fetch, resumed, to_device
 from .slots import Clock, device_turn
 from .slots import slots as process_slots
 
@@ -46,7 +46,7 @@ def run_block(job: Job, i: int, carry=None, local=None):
     ``write`` (``carry``: the blocks' before it; ``local``: what the first part returned, whose
     spans it returns with its own)."""
     spans = list(local[2]) if local is not None else []
-    if not runs(job, i):
+    if resumed(job) and not runs(job, i):
         carries.held().pop((job.run, i))
         return np.zeros(0, dtype=np.int64), {}, spans
     clock = Clock(job.gpu)
@@ -125,7 +125,7 @@ def timeline(job: Job, blocks: list, start: float) -> list:
 
 def _run_block(job: Job, i: int, slot: int, clock, carry=None):
     lo, r0, r1, hi = block_rows(job, i)
-    write = job.part != "local" and not written(job, i)
+    write = job.part != "local" and not (resumed(job) and written(job, i))
     out = carries.held().pop((job.run, i)) if job.part == "write" else None
     if out is None:
         # a write part whose held scan was dropped reads through zarr, not its batch again
@@ -278,11 +278,12 @@ def graph(job: Job, name: str, workers: list | None = None):
 
     n = len(job.row_blocks)
     name = task_prefix(job, name)
-    if job.gpu:
-        in_rows = (job.in_shape or job.layout.shape)[1:]  # whole input rows are decoded
-        row_bytes = math.prod(in_rows) * np.dtype(job.in_dtype or job.layout.dtype).itemsize
-        job = dataclasses.replace(job, batches=batches.plan(job.row_blocks, row_bytes, len(workers or [None]),
-                                                            settings.batch_bytes()))
+    # each worker's range of blocks (the GPU decodes them in batches; on CPUs the ranges say
+    # which neighbours run on another worker: read.PeerEdges hands them their halo rows)
+    in_rows = (job.in_shape or job.layout.shape)[1:]  # whole input rows are decoded
+    row_bytes = math.prod(in_rows) * np.dtype(job.in_dtype or job.layout.dtype).itemsize
+    job = dataclasses.replace(job, batches=batches.cut_batches(job.row_blocks, row_bytes, len(workers or [None]),
+                                                               settings.batch_bytes()))
     token = tokenize(job)
     tasks, carry = [], None
     for i in range(n):

@@ -5,6 +5,7 @@ neighbouring blocks."""
 from __future__ import annotations
 
 import functools
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +27,13 @@ def input_array(job: Job):
     return opened(describe(job.src, zarr.open_array(job.src, mode="r").metadata.to_dict()))
 
 
+def resumed(job: Job) -> bool:
+    """Can a block of ``job`` have been written before this run (its claim resumed an output)?
+    A fresh claim's token is new, so no block has its mark: none is looked up (on an object
+    store, a request a block and a neighbour)."""
+    return job.owner is not None and job.owner.resuming
+
+
 def fetch(job: Job, i: int, rows: tuple, slot: int, clock):
     """The read stage of block ``i``: rows lo..hi of the input (``rows`` = (lo, r0, r1, hi): the
     block r0..r1 and its halo), as shards.Frames on the host when the input's shards decode on
@@ -37,7 +45,8 @@ def fetch(job: Job, i: int, rows: tuple, slot: int, clock):
     dev = device(job.gpu)
     src = input_array(job)
     if dev.frames and job.src_layout is None and job.batches:
-        parts = STATE.get("batches", batches.Reader).take(job, i, src, lo, hi, clock, functools.partial(runs, job))
+        parts = STATE.get("batches", batches.Reader).take(job, i, src, lo, hi, clock,
+                                                          functools.partial(runs, job) if resumed(job) else None)
         clock.lap("batch wait")
         if parts is not None:
             return Decoded(parts)
@@ -48,9 +57,18 @@ def fetch(job: Job, i: int, rows: tuple, slot: int, clock):
             return fr
     host = dev.staging(slot, (hi - lo,) + src.shape[1:], native(src.dtype))
     edges = STATE.get("edge rows", EdgeRows)
-    clock.count("halos decoded", edges.read(view(job), src, host, rows, job.stencil.depth[0]))
+    clock.count("halos decoded", edges.read(view(job), src, host, rows, job.stencil.depth[0], elsewhere(job, i)))
     clock.lap("decode")
     return host
+
+
+def elsewhere(job: Job, i: int) -> tuple:
+    """(above, below): do block ``i``'s neighbours run on another worker? (job.graph gives each
+    worker a range of blocks, job.batches says where each range ends.)"""
+    b = job.batches
+    if not b:
+        return False, False
+    return i > 0 and b[i - 1][2] != b[i][2], i + 1 < len(b) and b[i][2] == i + 1
 
 
 def to_device(job: Job, fetched, lo: int, hi: int, clock):
@@ -87,6 +105,95 @@ def decode_into(src, a: int, b: int, dest: np.ndarray):
         np.copyto(dest, src[a:b])
 
 
+class PeerEdges:
+    """Edge rows handed to a neighbouring block that runs on another worker (EdgeRows hands
+    them within a process), through the scheduler: one small Variable per edge, which says
+    "promised" from the block's start, then holds the rows once its own rows are decoded.
+    A block whose halo rows were promised waits for them (at most twice its own decode), one
+    whose rows were not decodes them from storage, as before; where all blocks start at once
+    (a block or a few a worker) no halo is decoded twice. Outside a dask worker, or for an
+    edge over MAX_BYTES (the scheduler passes these along), nothing is handed."""
+
+    MAX_BYTES = 8 << 20
+    POLL_S = 0.01
+
+    def __init__(self):
+        import threading
+
+        self._lock = threading.Lock()
+        self._mine: dict = {}  # run -> the Variables this process set (deleted when it ends)
+
+    @staticmethod
+    def _variable(key):
+        import hashlib
+
+        try:
+            from distributed import Variable, get_client, get_worker
+
+            get_worker()
+            client = get_client()
+        except (ImportError, ValueError):
+            return None
+        return Variable("distconv-edge-" + hashlib.sha1(repr(key).encode()).hexdigest()[:32], client=client)
+
+    def promise(self, key, nbytes: int):
+        """The Variable the edge ``key`` (view, a, b) will be published in, set to "promised";
+        None where nothing is handed."""
+        var = self._variable(key) if nbytes <= self.MAX_BYTES else None
+        if var is None:
+            return None
+        try:
+            var.set("promised")
+        except Exception:  # noqa: BLE001 - no scheduler to hand it through: neighbours decode
+            return None
+        with self._lock:
+            self._mine.setdefault(_run_of(key[0]), []).append(var)
+        return var
+
+    @staticmethod
+    def publish(var, rows):
+        """The promised edge's ``rows`` (None: this block failed, its neighbour decodes them)."""
+        value = "failed" if rows is None else {"rows": rows.tobytes(), "shape": list(rows.shape),
+                                               "dtype": rows.dtype.str}
+        try:
+            var.set(value)
+        except Exception:  # noqa: BLE001 - the neighbour waits its time out and decodes
+            pass
+
+    def take(self, key, dest: np.ndarray, wait_s: float) -> bool:
+        """Copy the edge ``key`` into ``dest`` if a block on another worker promised it and
+        publishes it within ``wait_s``; False otherwise (decode it then)."""
+        import time
+
+        var = self._variable(key)
+        if var is None:
+            return False
+        deadline = time.monotonic() + wait_s
+        try:
+            while True:
+                value = var.get(timeout=0)  # TimeoutError where nothing was promised
+                if isinstance(value, dict):
+                    np.copyto(dest, np.frombuffer(value["rows"], value["dtype"]).reshape(value["shape"]))
+                    var.delete()
+                    return True
+                if value != "promised" or time.monotonic() > deadline:
+                    return False
+                time.sleep(self.POLL_S)
+        except Exception:  # noqa: BLE001 - not promised, or the scheduler is gone: decode
+            return False
+
+    def drop(self, run: str):
+        """Delete the edges this process published for ``run`` that no neighbour took (each
+        deletion a message to the scheduler, sent without waiting)."""
+        with self._lock:
+            mine = self._mine.pop(run, [])
+        for var in mine:
+            try:
+                var.delete()
+            except Exception:  # noqa: BLE001 - the scheduler is gone, and its variables with it
+                pass
+
+
 class EdgeRows:
     """Rows at the edges of the blocks this process decodes, handed to the neighbouring block.
 
@@ -95,8 +202,8 @@ class EdgeRows:
     first rows of the chunks below) of a plain zstd array is decoded from the heads of those
     chunks alone (chunk_heads). Other halo rows: a block first promises its edge rows, decodes
     its own rows, then publishes the edges; a neighbour in flight in this process waits for
-    them, one that is not (or is on another worker) decodes the rows from storage. Nothing
-    waits before publishing, so no two blocks wait on each other.
+    them; one on another worker takes them through PeerEdges; else the rows are decoded from
+    storage. Nothing waits before publishing, so no two blocks wait on each other.
     """
 
     KEEP = 64  # entries not taken (a neighbour on another worker) are dropped oldest first
@@ -107,6 +214,7 @@ class EdgeRows:
 
         self._lock = threading.Lock()
         self._rows = collections.OrderedDict()
+        self._peers = PeerEdges()
 
     def _promise(self, key):
         from concurrent.futures import Future
@@ -126,13 +234,15 @@ class EdgeRows:
         with self._lock:
             for k in [k for k in self._rows if _run_of(k[0]) == run]:
                 del self._rows[k]
+        self._peers.drop(run)
 
-    def read(self, run, src, host: np.ndarray, rows: tuple, depth: tuple):
+    def read(self, run, src, host: np.ndarray, rows: tuple, depth: tuple, elsewhere=(False, False)):
         """Fill ``host`` with rows lo..hi of ``src``: the block's own rows r0..r1 decoded here,
         its halo rows from a neighbour's published edges where there are any (``run``: the
         job's view, ``view(job)``, or its run's name; edges never cross them). ``depth``: the
-        job's halo rows (above, below), the same for every block. Returns how many halo pieces
-        were decoded from whole storage chunks (0, 1 or 2)."""
+        job's halo rows (above, below), the same for every block; ``elsewhere``: whether the
+        neighbour above, below runs on another worker (edges handed through PeerEdges).
+        Returns how many halo pieces were decoded from whole storage chunks (0, 1 or 2)."""
         lo, r0, r1, hi = rows
         above, below = depth
         own = host[r0 - lo:r1 - lo]
@@ -144,16 +254,25 @@ class EdgeRows:
         if not heads:
             edges[(run, r0, r0 + below)] = own[:below]
         promised = {k: self._promise(k) for k, v in edges.items() if 0 < k[2] - k[1] == v.shape[0]}
+        # the edge for the block below is its upper halo (rows up to r1), the other one the block above's
+        away = {k for k in promised if elsewhere[1 if k == (run, r1 - above, r1) else 0]}
+        remote = {k: var for k in away if (var := self._peers.promise(k, edges[k].nbytes)) is not None}
+        t = time.monotonic()
         try:
             decode_into(src, r0, r1, own)
         except BaseException as e:
             for fut in promised.values():
                 fut.set_exception(e)
+            for var in remote.values():
+                self._peers.publish(var, None)
             raise
+        own_s = time.monotonic() - t
         for k, fut in promised.items():
             fut.set_result(edges[k].copy())
+        for k, var in remote.items():
+            self._peers.publish(var, edges[k])
         decoded = 0
-        for a, b, dest in ((lo, r0, host[:r0 - lo]), (r1, hi, host[r1 - lo:])):
+        for side, (a, b, dest) in enumerate(((lo, r0, host[:r0 - lo]), (r1, hi, host[r1 - lo:]))):
             if b <= a or (heads and a == r1 and chunk_heads.read(src, a, b, dest)):
                 continue
             fut = self._take((run, a, b))
@@ -163,6 +282,8 @@ class EdgeRows:
                     continue
                 except Exception:  # noqa: BLE001 - the neighbour failed: decode the rows here
                     pass
+            elif elsewhere[side] and self._peers.take((run, a, b), dest, 2 * own_s + 0.5):
+                continue
             decode_into(src, a, b, dest)
             decoded += 1
         return decoded

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..backends.device import frame_align
+from ..core.arrays import array_module
 from ..core.frames import aligned_up
 from .location import Location, join, read_into, read_tail, write_pieces
 from .process import STATE
@@ -58,11 +59,10 @@ class Layout:
         return (-(-rows // self.shard[0]),) + tuple(-(-n // s) for n, s in zip(self.shape[1:], self.shard[1:]))
 
 
-def chunk_major(block, layout: Layout):
+def chunk_major(block, layout: Layout, copy: bool = True):
     """``block`` (rows of the array starting at a shard boundary) padded with zeros to whole
-    shards and reordered so each inner chunk is contiguous (numpy or cupy, same code)."""
-    from ..core.arrays import array_module
-
+    shards and reordered so each inner chunk is contiguous (numpy or cupy, same code); without
+    ``copy``, where no padding is needed, the reordered view (its trailing axes an inner chunk)."""
     xp = array_module(block)
     grid = layout.shard_grid(block.shape[0])
     full = tuple(g * s for g, s in zip(grid, layout.shard))
@@ -75,7 +75,8 @@ def chunk_major(block, layout: Layout):
     for g, k, c in zip(grid, layout.per_shard, layout.inner):
         split += [g, k, c]
     order = [3 * a for a in range(nd)] + [3 * a + 1 for a in range(nd)] + [3 * a + 2 for a in range(nd)]
-    return xp.ascontiguousarray(block.reshape(split).transpose(order))
+    view = block.reshape(split).transpose(order)
+    return xp.ascontiguousarray(view) if copy else view
 
 
 def from_chunk_major(flat, layout: Layout, rows: int):
@@ -131,7 +132,9 @@ def encode_block(layout: Layout, block, encode) -> tuple:
     if block.dtype != np.dtype(layout.dtype):
         raise RuntimeError(f"a block of dtype {block.dtype} for an output of dtype "
                            f"{np.dtype(layout.dtype)}: the chain's result is not the dtype it planned")
-    return encode(chunk_major(block, layout), layout.frame_nbytes, FRAME_ALIGN)
+    # host blocks go to the CPU codec as the reordered view: its threads gather each frame
+    host = array_module(block) is np
+    return encode(chunk_major(block, layout, copy=not host), layout.frame_nbytes, FRAME_ALIGN)
 
 
 def write_encoded(path: str, layout: Layout, encoded: tuple, rows: int, row0: int, into=None) -> int:

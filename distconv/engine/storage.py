@@ -170,7 +170,8 @@ def store_into(arr: da.Array, path: str, claim: Claim, storage_chunks=None, code
     def write(block, block_info=None):
         info = block_info[0]
         name = fencing.block_name(info["array-location"])
-        if not fencing.block_mark(p, name, claim.token).exists():
+        # a fresh claim's token is new: no block has its mark yet, none is looked up
+        if not (claim.resuming and fencing.block_mark(p, name, claim.token).exists()):
             files = _encoded(meta, info["array-location"], to_host(block))
             with fencing.block_write(claim, p, name, f"block {info['chunk-location']}") as aside:
                 for key, data in files.items():

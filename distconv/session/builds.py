@@ -9,6 +9,13 @@ up, before any block, and says once what it built and how long it took. A job th
 only looked up (a mark in the kernel cache); a node with any mark is not fresh, and its runs
 start no rehearsal here (engine.write rehearses a job new to a host on one of its workers).
 Any failure here leaves the building to the blocks, as before.
+
+A cluster of CPU workers has the same first-run cost in numba's compile of the CPU kernels
+(backends/numpy/compiled.py): where numba's cache holds none (a fresh install), the process
+compiles the kernels the checked workflows' steps call, on a small block of zeros of each
+input's dtype, into the cache every worker reads (`make demo` runs it at install for the demo).
+The run does not wait for it: its blocks run scipy (the same numbers) while it compiles
+(kernel_cache.compiling), and it is left to finish the cache if the run ends first.
 """
 
 from __future__ import annotations
@@ -24,8 +31,10 @@ class KernelBuilds:
     """A rehearsal in a process of its own: started first (it imports the engine and makes its
     CUDA context while this process checks the workflows), handed the checked jobs, waited for."""
 
-    def __init__(self, process):
+    def __init__(self, process, gpu: bool = True):
         self._process = process
+        self._gpu = gpu
+        self._sent = False
 
     @classmethod
     def start(cls, cluster_config) -> KernelBuilds | None:
@@ -37,16 +46,16 @@ class KernelBuilds:
         from .config import ClusterConfigError, load_config, resolve_type
 
         try:
-            if resolve_type(load_config(cluster_config)) != "cuda":
-                return None
+            kind = resolve_type(load_config(cluster_config))
         except (ClusterConfigError, OSError, ValueError):
             return None
-        if rehearsed_here():  # not a fresh node: engine.write looks the job up on each host
-            return None
+        if kind not in ("cuda", "cpu") or (compiled_here() if kind == "cpu" else rehearsed_here()):
+            return None  # not a fresh node: the blocks find the kernels, or build one that is new
         # a process of its own, not one forked from the workers' server: that server takes
         # seconds to import what the workers need before it forks anything
-        return cls(subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.DEVNULL))
+        return cls(subprocess.Popen([sys.executable, "-m", __name__] + ([] if kind == "cuda" else ["cpu"]),
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL),
+                   kind == "cuda")
 
     def send(self, workflows: list):
         """Plan ``workflows`` (checked) as GPU workers run them and hand their jobs over."""
@@ -56,23 +65,28 @@ class KernelBuilds:
 
         jobs = []
         for wf in workflows:
-            if wf.kind == "array" and wf.device != "cpu":
+            if wf.kind == "array" and wf.device != ("cpu" if self._gpu else "gpu"):
                 with contextlib.suppress(Exception):  # the run itself reports what is wrong
-                    jobs.append(direct.direct_job(wf, True)[0])
+                    jobs.append(direct.direct_job(wf, True)[0] if self._gpu else stencil_of(wf))
         try:
             self._process.stdin.write(pickle.dumps([j for j in jobs if j is not None]))
             self._process.stdin.close()
         except OSError:  # it ended: the blocks build what they need
             pass
         self._process.stdin = None  # sent: communicate() in wait() only reads its answer
+        self._sent = True
 
     def wait(self, timeout: float = WAIT_S) -> dict | None:
         """{"built", "seconds", "waited_s"} once the rehearsal ends (None if it failed or ran
-        past ``timeout``; the blocks then build what is missing themselves)."""
+        past ``timeout``; the blocks then build what is missing themselves). A CPU compile is
+        not waited for: its blocks run scipy until it ends (kernel_cache.compiling), and where it
+        still runs this says so ({"device": "cpu", "running": True, ...})."""
         import json
         import subprocess
 
         t = time.perf_counter()
+        if not self._gpu and self._process.poll() is None:
+            return {"device": "cpu", "running": True, "built": 0, "seconds": 0.0, "waited_s": 0.0}
         try:
             out, _ = self._process.communicate(timeout=timeout)
             result = json.loads(out.decode().strip().splitlines()[-1])
@@ -84,7 +98,10 @@ class KernelBuilds:
         return {**result, "waited_s": round(time.perf_counter() - t, 2)}
 
     def stop(self):
-        """End the rehearsal's process if it still runs (Ctrl-C, a failed run)."""
+        """End the rehearsal's process if it still runs (Ctrl-C, a failed run). A CPU compile
+        handed its stencils is left to finish the cache (seconds; it writes nothing else)."""
+        if not self._gpu and self._sent:
+            return
         if self._process.poll() is None:
             self._process.kill()
         with contextlib.suppress(Exception):
@@ -121,10 +138,90 @@ def rehearse_jobs(stdin) -> dict:
             "skipped": sum(bool(d.get("skipped")) for d in done)}
 
 
+def compiled_here() -> bool:
+    """Has this machine compiled CPU kernels before, or is a compile under way (or can it not:
+    no numba)? Then `distconv run` starts no compile of its own; a kernel new to it compiles in
+    the blocks that call it."""
+    from ..backends.numpy import compiled, kernel_cache
+
+    return kernel_cache.cached_here() or compiled.reason("linear", "f8") is not None  # no numba, or compiling
+
+
+def stencil_of(wf):
+    """(the fused stencil of ``wf``'s steps, the input's dtype), as planned for the check (the
+    steps before a scan where they end in one); None where the steps make none."""
+    from ..batch import direct
+    from ..core.stencil import ScanStep, Stencil
+    from ..graph.declared import declared
+
+    result = direct.planned_steps(wf)[0]
+    arr = getattr(result, "data", result)  # a dataset variable's DataArray
+    found = declared(arr, Stencil)
+    if found is None and (scan := declared(arr, ScanStep)) is not None:
+        found = declared(scan[0], Stencil)
+    return None if found is None else (found[1], str(found[0].dtype))
+
+
+def compile_stencils(stencils) -> dict:
+    """(In the compile's process.) Run each (stencil, dtype) once on a block of zeros big enough
+    for the compiled path (compiled.MIN_SIZE), with the stencil's halo around it: every kernel
+    it calls is then in numba's cache. {"built": kernels compiled, "seconds", "cache", "device"}."""
+    import numpy as np
+
+    from ..backends.numpy import compiled, kernel_cache
+    from ..core.tile import Tile
+
+    t, before = time.perf_counter(), kernel_cache.compiled_count()
+    for stencil, dtype in stencils:
+        side = int(np.ceil((2 * compiled.MIN_SIZE) ** (1 / stencil.ndim)))
+        ext = np.zeros(tuple(lo + side + hi for lo, hi in stencil.depth), dtype)
+        stencil.func(Tile.extended(ext, stencil.depth))
+    return {"built": kernel_cache.compiled_count() - before, "seconds": round(time.perf_counter() - t, 2),
+            "cache": kernel_cache.cache_path(), "device": "cpu"}
+
+
+@contextlib.contextmanager
+def compiling_mark():
+    """This process's pid in kernel_cache.COMPILING (the first of numba's cache folders it can
+    write) while the block runs: the machine's CPU workers run scipy meanwhile rather than
+    compile the same kernels each."""
+    from ..backends.numpy import kernel_cache
+
+    path = None
+    for folder in kernel_cache.cache_dirs():
+        try:
+            os.makedirs(folder, exist_ok=True)
+            with open(os.path.join(folder, kernel_cache.COMPILING), "w") as f:
+                f.write(str(os.getpid()))
+            path = os.path.join(folder, kernel_cache.COMPILING)
+            break
+        except OSError:
+            continue
+    try:
+        yield
+    finally:
+        if path is not None:
+            with contextlib.suppress(OSError):
+                os.remove(path)
+
+
+def compile_workflows(paths) -> dict:
+    """compile_stencils for the workflow files at ``paths`` (what `make demo` runs at install)."""
+    from .. import batch
+
+    return compile_stencils([s for s in (stencil_of(batch.load(p)) for p in paths) if s is not None])
+
+
 def message(built: dict | None) -> str | None:
     """The line a run prints when it built kernels (a node's first run of these steps)."""
+    if built and built.get("running"):
+        return ("distconv: compiling CPU kernels (first run on this machine) beside the run, scipy meanwhile "
+                "(cached for later runs)")
     if not built or not built.get("built"):
         return None
+    if built.get("device") == "cpu":
+        return (f"distconv: compiled {built['built']} CPU kernels (first run) in {built['seconds']:.1f} s, beside "
+                f"the cluster's start (cached in {built['cache']}: later runs skip this)")
     from ..backends.cuda.loader import cache_dir
 
     return (f"distconv: built {built['built']} GPU kernels for this node in {built['seconds']:.1f} s, beside the "
@@ -134,6 +231,20 @@ def message(built: dict | None) -> str | None:
 
 if __name__ == "__main__":
     import json
+    import pickle
     import sys
 
-    print(json.dumps(rehearse_jobs(sys.stdin.buffer)), flush=True)
+    if sys.argv[1:] == ["cpu"]:  # a command's compile: the stencils on stdin, its blocks on scipy meanwhile
+        from ..backends.numpy.compiled import warm
+
+        warm()  # numba's import while the command checks its workflows
+        stencils = pickle.load(sys.stdin.buffer)
+        with compiling_mark() if stencils else contextlib.nullcontext():  # marked once there is work
+            done = compile_stencils(stencils)
+        print(json.dumps(done), flush=True)
+    elif sys.argv[1:]:  # workflow files: compile ahead (make's install)
+        done = compile_workflows(sys.argv[1:])
+        print(f"distconv: compiled {done['built']} CPU kernels in {done['seconds']:.1f} s (cached in {done['cache']})",
+              flush=True)
+    else:
+        print(json.dumps(rehearse_jobs(sys.stdin.buffer)), flush=True)

@@ -46,6 +46,7 @@ from functools import lru_cache
 import numpy as np
 
 from ...core.modes import MODES
+from . import kernel_cache
 
 EPS = float(np.finfo(np.float64).eps)
 # Below this many elements a block runs scipy: its time there is under ~1 ms, and the first
@@ -77,6 +78,8 @@ def reason(kind: str, dtype, out_dtype=None, ndim: int = 2, modes=(), cval: floa
     scipy runs instead. The one place that decides it."""
     if not _HAVE_NUMBA:
         return "numba is not installed"
+    if kernel_cache.compiling():
+        return "the CPU kernels are compiling beside this run (a first run on this machine)"
     dt, odt = np.dtype(dtype), np.dtype(out_dtype if out_dtype is not None else dtype)
     allowed = LINEAR_DTYPES if kind == "linear" else PICK_DTYPES
     if dt not in allowed or odt not in allowed:
