@@ -54,6 +54,9 @@ def write(plan: Plan, dst: str, claim: Claim, client, attrs=None, dims=None, cod
         raise
     try:
         results = compute(writes, client, claim, progress)  # stops the run itself when it fails
+    except Exception as e:
+        _note_block(e, plan, dst)
+        raise
     finally:
         if plan.job is not None:  # its decode batches, halo rows and held scans go with it
             release(client, plan.job.run)
@@ -94,6 +97,22 @@ def _graph(plan: Plan, dst: str, claim: Claim, client, attrs, dims, codec, stora
         writes = [*blocks, merged]
         sizes = _block_sizes(job, blocks)
     return writes, sizes
+
+
+def _note_block(exc: Exception, plan: Plan, dst: str):
+    """Put on ``exc`` (as ``distconv_block``) what the user's message names: the input, the
+    output, and of the engine's block that failed its index, rows and bytes of input."""
+
+    index = getattr(exc, "distconv_failed", None)
+    note = {"input": plan.job.src if plan.job is not None else None, "output": dst}
+    if plan.job is not None and index is not None and index < len(plan.job.row_blocks):
+        note.update(index=index, rows=plan.job.row_blocks[index], bytes=block_bytes(plan.job)[index])
+    elif plan.job is not None:  # a block of unknown index: its size is still the memory it takes
+        note["bytes"] = max(block_bytes(plan.job), default=None)
+    try:
+        exc.distconv_block = note
+    except AttributeError:  # an exception type that takes no attributes: nothing to note
+        pass
 
 
 def rehearse_on_hosts(client, job) -> list:
@@ -163,11 +182,24 @@ def compute(graph, client, claim: Claim | None, progress=None):
             progress.watch(futures)
         return client.gather(futures)
     except BaseException as e:
+        _note_failed(e, futures)
         # after Ctrl-C the cluster's own logs of what the stop cancels say nothing the user
         # needs (a failure's may): quiet while it stops, as the face is once it closes
         with quiet_logs() if isinstance(e, KeyboardInterrupt) else contextlib.nullcontext():
             _stop(claim, client, futures)
         raise
+
+
+def _note_failed(exc: BaseException, futures):
+    """Put on ``exc`` (as ``distconv_failed``) the index of the first future that failed (the
+    block, where they are a job's), before the stop cancels them."""
+    try:
+        failed = [i for i, f in enumerate(futures if isinstance(futures, list) else [futures])
+                  if getattr(f, "status", None) == "error"]
+        if failed:
+            exc.distconv_failed = failed[0]
+    except Exception:  # noqa: BLE001 - a note only
+        pass
 
 
 def _stop(claim, client, futures) -> list:

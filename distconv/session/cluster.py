@@ -79,8 +79,12 @@ def cluster(config=None, *, quiet: bool = False):
     """
     cfg = load_config(config)
     with contextlib.ExitStack() as stack:
+        stack.enter_context(interrupt.command_logs())  # a command's cluster logs to its file
         stack.enter_context(interrupt.own_filters_removed())  # the last to end
         client, owned = _open(cfg, quiet, stack)
+        log = interrupt.current_log()
+        if log is not None and owned is not None and _worker_processes(cfg):
+            client.run(interrupt.worker_logs_to, log, on_error="ignore")
         interrupted = False
         try:
             if not quiet:

@@ -42,6 +42,106 @@ def cli_policy():
             logging.getLogger(name).setLevel(level)
 
 
+# the loggers of a cluster's libraries that write to the terminal (distributed's own handlers)
+LOG_NAMES = ("distributed", "distributed.client", "distributed.worker", "distributed.scheduler",
+             "distributed.nanny", "dask_cuda", "tornado", "tornado.application", "asyncio", "bokeh")
+
+
+def cluster_log():
+    """The file a command's cluster logs to (beside the kept cluster's record and log)."""
+    from .record import state_path
+
+    return state_path().with_name("run.log")
+
+
+def current_log():
+    """The file the cluster's logs go to in this command (cli_policy), or None (a library's
+    caller keeps its loggers as they are)."""
+    changed = _cli.get()
+    return None if changed is None else changed.get("log")
+
+
+@contextlib.contextmanager
+def command_logs():
+    """Inside cli_policy (a command), the cluster's loggers in this process write to the cluster
+    log (cluster_log) instead of the terminal for the block, distributed imported first (it puts
+    its terminal handler on as it is imported); elsewhere nothing changes."""
+    if _cli.get() is None:
+        yield
+        return
+    import distributed  # noqa: F401
+
+    with logs_to(cluster_log()):
+        yield
+
+
+@contextlib.contextmanager
+def logs_to(path):
+    """The cluster's loggers in this process write to the file ``path`` instead of the terminal
+    for the block (their handlers as before after it); where the file cannot be opened they are
+    left as they are."""
+    import logging
+
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        handler = logging.FileHandler(path, delay=True)
+    except OSError:
+        yield
+        return
+    before = _route(handler, "pid")
+    changed = _cli.get()
+    if changed is not None:
+        changed["log"] = str(path)
+    try:
+        yield
+    finally:
+        for name, (handlers, propagate) in before.items():
+            log = logging.getLogger(name)
+            log.removeHandler(handler)
+            for h in handlers:
+                if h not in log.handlers:
+                    log.addHandler(h)
+            log.propagate = propagate
+        handler.close()
+
+
+def _terminal(handler) -> bool:
+    import logging
+    import sys
+
+    return type(handler) is logging.StreamHandler and handler.stream in (sys.stderr, sys.stdout,
+                                                                         sys.__stderr__, sys.__stdout__)
+
+
+def worker_logs_to(path):
+    """In a worker process of a command's cluster: its cluster loggers write to ``path`` (the
+    process is ours and ends with the command)."""
+    import logging
+
+    _route(logging.FileHandler(path), "worker pid")
+
+
+def _route(handler, who: str) -> dict:
+    """``handler`` in place of the cluster loggers' terminal handlers (and for the top ones that
+    had none: asyncio's went to Python's last resort, the terminal); returns each logger's
+    (handlers, propagate) before."""
+    import logging
+
+    handler.setFormatter(logging.Formatter(f"%(asctime)s [{who} {os.getpid()}] %(name)s - %(levelname)s - "
+                                           "%(message)s"))
+    before = {name: (list(logging.getLogger(name).handlers), logging.getLogger(name).propagate)
+              for name in LOG_NAMES}
+    for name, (handlers, propagate) in before.items():
+        log = logging.getLogger(name)
+        terminal = [h for h in handlers if _terminal(h)]
+        for h in terminal:
+            log.removeHandler(h)
+        if terminal or (not handlers and propagate and "." not in name):
+            log.addHandler(handler)
+            log.propagate = False
+    return before
+
+
 @contextlib.contextmanager
 def quiet_shutdown(client, workers: bool):
     """The block in which an interrupted cluster closes: workers were stopped mid-task, and

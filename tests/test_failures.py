@@ -1,0 +1,104 @@
+"""A failed run says what the user can act on in one line (exit 2): a damaged input chunk, an
+output that cannot be written, a full disk, workers out of memory; only our own bugs are the
+internal-error text with a traceback. dask's logs of the failure go to the cluster's log, not
+the terminal."""
+
+import errno
+import os
+import subprocess
+import sys
+
+import numpy as np
+import yaml
+import zarr
+
+from distconv.session import failures
+
+
+def _store(tmp_path, x, chunks=(64, 200)):
+    z = zarr.create_array(str(tmp_path / "in.zarr"), shape=x.shape, chunks=chunks, dtype=x.dtype)
+    z[...] = x
+    return tmp_path / "in.zarr"
+
+
+def _damage(path):
+    b = path.read_bytes()
+    path.write_bytes(b[:len(b) // 2])
+    return b
+
+
+def test_a_damaged_chunk_is_named_and_the_run_finishes_once_it_is_mended(tmp_path):
+    x = np.random.default_rng(0).standard_normal((256, 200)).astype(np.float32)
+    inp = _store(tmp_path, x)
+    good = _damage(inp / "c" / "2" / "0")
+    (tmp_path / "wf.yaml").write_text(yaml.safe_dump({
+        "input": {"path": "in.zarr"}, "steps": [{"op": "gaussian_filter", "sigma": 1.0}],
+        "outputs": {"path": "out.zarr"}}))
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump({"cluster": {
+        "type": "cpu", "n_workers": 1, "threads_per_worker": 1, "processes": False,
+        "dashboard_address": "127.0.0.1:0"}}))
+    env = {**os.environ, "DASK_DISTCONV__CLUSTER_STATE": str(tmp_path / "state" / "cluster.json")}
+
+    def run(*flags):
+        return subprocess.run([sys.executable, "-m", "distconv.cli", "run", "wf.yaml", "--no-progress",
+                               "--cluster", "cluster.yaml", *flags], capture_output=True, text=True,
+                              cwd=tmp_path, env=env, timeout=300)
+
+    res = run()
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr, res.stderr
+    assert "in.zarr" in res.stderr and "'c/2/0'" in res.stderr and "--overwrite" in res.stderr, res.stderr
+    assert "internal error" not in res.stderr
+    log = (tmp_path / "state" / "run.log").read_text()
+    assert "Compute Failed" in log and "incomplete frame" in log  # dask's own account: in the log
+    (inp / "c" / "2" / "0").write_bytes(good)
+    assert "--resume" in run("--resume").stderr  # a mended input is another input: refused, by name
+    res = run("--overwrite")
+    assert res.returncode == 0, res.stderr
+    import scipy.ndimage as ndi
+
+    np.testing.assert_allclose(zarr.open_array(str(tmp_path / "out.zarr"))[...], ndi.gaussian_filter(x, 1.0),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_a_damaged_chunk_is_found_within_the_failed_blocks_rows(tmp_path):
+    inp = _store(tmp_path, np.ones((256, 200), np.float32))
+    _damage(inp / "c" / "3" / "0")
+    e = OSError("incomplete frame")
+    e.distconv_block = {"input": str(inp), "index": 1, "rows": (128, 256), "bytes": 102400}
+    code, text = failures.explain(e, input_path=str(inp), output=str(tmp_path / "out.zarr"))
+    assert code == 2 and "'c/3/0'" in text and "elements [192:256, 0:200]" in text, text
+
+
+def test_a_full_disk_names_the_path_and_its_free_space(tmp_path):
+    e = OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "out.zarr" / "c" / "0"))
+    code, text = failures.explain(e, output=str(tmp_path / "out.zarr"))
+    assert code == 2 and "no space left" in text and "out.zarr/c/0" in text and " free" in text, text
+    assert "--resume" in text and "\n" not in text
+
+
+def test_an_output_that_cannot_be_written_says_which_and_what_to_do(tmp_path):
+    e = PermissionError(errno.EACCES, "Permission denied", str(tmp_path / "out.zarr" / "c"))
+    code, text = failures.explain(e, input_path=str(tmp_path / "in.zarr"), output=str(tmp_path / "out.zarr"))
+    assert code == 2 and "writing the output" in text and "writable" in text and "--resume" in text, text
+    e = PermissionError(errno.EACCES, "Permission denied", str(tmp_path / "in.zarr" / "c" / "0"))
+    code, text = failures.explain(e, input_path=str(tmp_path / "in.zarr"), output=str(tmp_path / "out.zarr"))
+    assert code == 2 and "reading the input" in text, text
+
+
+def test_workers_that_died_name_the_memory_limit_and_the_block_size():
+    from distributed.scheduler import KilledWorker
+
+    e = KilledWorker("distconv-gaussian-3", None, 3)
+    e.distconv_block = {"input": "/data/in.zarr", "index": 3, "rows": (300, 400), "bytes": 2_500_000_000}
+    code, text = failures.explain(e, cluster={"type": "cpu", "memory_limit": "200MB"})
+    assert code == 2 and "'200MB'" in text and "2.5 GB" in text and "block 3" in text, text
+    assert "memory_limit" in text and "\n" not in text
+
+
+def test_our_own_bug_is_the_internal_error_with_its_traceback():
+    try:
+        raise KeyError("a bug deep in a worker")
+    except KeyError as e:
+        code, text = failures.explain(e, input_path="/data/in.zarr", output="/data/out.zarr")
+    assert code == 1 and "internal error" in text and "Traceback" in text and "a bug deep" in text
