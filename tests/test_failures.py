@@ -102,3 +102,26 @@ def test_our_own_bug_is_the_internal_error_with_its_traceback():
     except KeyError as e:
         code, text = failures.explain(e, input_path="/data/in.zarr", output="/data/out.zarr")
     assert code == 1 and "internal error" in text and "Traceback" in text and "a bug deep" in text
+
+
+def test_a_failed_compute_leaves_no_filter_on_a_users_own_clients_loggers():
+    import logging
+
+    import dask
+    from distributed import Client, LocalCluster
+
+    from distconv.engine.compute import compute
+
+    def broken():
+        raise ValueError("a failing block")
+
+    before = list(logging.getLogger("asyncio").filters)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as lc, \
+            Client(lc) as client:
+        try:
+            compute([dask.delayed(broken)(), dask.delayed(broken)()], client, None)
+        except ValueError:
+            pass
+        else:
+            raise AssertionError("the failure was not raised")
+        assert logging.getLogger("asyncio").filters == before

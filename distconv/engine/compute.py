@@ -185,7 +185,8 @@ def compute(graph, client, claim: Claim | None, progress=None):
         _note_failed(e, futures)
         # after Ctrl-C the cluster's own logs of what the stop cancels say nothing the user
         # needs (a failure's may): quiet while it stops, as the face is once it closes
-        with quiet_logs() if isinstance(e, KeyboardInterrupt) else contextlib.nullcontext():
+        with quiet_logs() if isinstance(e, KeyboardInterrupt) else contextlib.nullcontext(), \
+                _cancelled_gathers_dropped():
             _stop(claim, client, futures)
         raise
 
@@ -217,7 +218,6 @@ def _stop(claim, client, futures) -> list:
             return []
         unconfirmed = [] if fencing.wait_writes(claim.run, STOP_WAIT_S) else ["this process"]
     else:
-        _quiet_cancelled_gathers()
         try:
             # only this run's futures, the last (the merge the others feed) first: a cancel reaching
             # a block's unwanted dependents (the merges below it) trips the scheduler's who_wants assert
@@ -265,17 +265,28 @@ def silence_logs(loggers=CLUSTER_LOGGERS):
         logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
-def _quiet_cancelled_gathers():
+@contextlib.contextmanager
+def _cancelled_gathers_dropped():
     """The interrupted gather's own task ends with distributed's AllExit once its futures are
     cancelled, and asyncio logs it as "Task exception was never retrieved" when it is
-    collected: a traceback that says nothing the user needs, under the run's one line."""
+    collected: a traceback that says nothing the user needs, under the run's one line. Dropped
+    while the run stops (and the task collected before the block ends); the user's loggers are
+    left as they were."""
+    import gc
     import logging
 
     from distributed.client import AllExit
 
     log = logging.getLogger("asyncio")
-    if not any(isinstance(f, _DropAllExit) for f in log.filters):
-        log.addFilter(_DropAllExit(AllExit))
+    drop = None if any(isinstance(f, _DropAllExit) for f in log.filters) else _DropAllExit(AllExit)
+    if drop is not None:
+        log.addFilter(drop)
+    try:
+        yield
+    finally:
+        if drop is not None:
+            gc.collect()  # what it filters is logged as it is collected: now, while it is on
+            log.removeFilter(drop)
 
 
 class _DropAllExit:

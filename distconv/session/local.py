@@ -66,7 +66,8 @@ def running(cfg: dict, security=None, fork: bool = False, close_timeout: float |
 
     before = dict(os.environ)
     try:
-        with dask.config.set({START_METHOD_KEY: "forkserver"}) if fork else contextlib.nullcontext():
+        with dask.config.set({START_METHOD_KEY: "forkserver"}) if fork else contextlib.nullcontext(), \
+                _port_taken_said(cfg["dashboard_address"]):
             owned = make_cluster(cfg, security)
     except BaseException:
         _give_back(before, dict(os.environ))
@@ -91,6 +92,25 @@ def _give_back(before: dict, started: dict):
             os.environ[key] = before[key]
         else:
             os.environ.pop(key, None)
+
+
+@contextlib.contextmanager
+def _port_taken_said(address):
+    """distributed's warning that a port was taken between _free_dashboard's look and the bind
+    (another run starting at once) said in distconv's line, or not at all where no dashboard
+    was asked for (its HTTP server's default port taken: nothing the user asked for)."""
+    import re
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        taken = re.match(r"Port (\d+) is already in use.*on port (\d+) instead", str(w.message), re.S)
+        if taken is None:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        elif address:
+            print(f"distconv: dashboard port {taken[1]} is in use; using port {taken[2]}", flush=True)
 
 
 def _free_dashboard(address):
