@@ -125,7 +125,9 @@ def _open(cfg: dict, quiet: bool, stack: contextlib.ExitStack):
     # workers fork from the warmed server (started here unless `distconv run` started it beside
     # its check): a script's first blocks then find the block code imported
     warm = stack.enter_context(local_server(cfg))  # ends after the cluster has closed
-    owned = stack.enter_context(local.running(cfg, security.for_cluster(cfg), fork=warm))
+    # a command's cluster closes within a bound: workers in a restart loop do not outlive its work
+    owned = stack.enter_context(local.running(cfg, security.for_cluster(cfg), fork=warm,
+                                              close_timeout=CLOSE_WAIT_S if interrupt.in_command() else None))
     client = Client(owned)
     stack.callback(client.close)
     return client, owned
@@ -137,6 +139,7 @@ def _worker_processes(cfg: dict) -> bool:
     return cfg["processes"] or resolve_type(cfg) == "cuda"
 
 
+CLOSE_WAIT_S = 30.0  # longest a command waits for its cluster to close
 FEED_WAIT_S = 1.0  # longest a closing cluster waits for a finished progress bar's stream to end
 
 

@@ -54,6 +54,11 @@ def cluster_log():
     return state_path().with_name("run.log")
 
 
+def in_command() -> bool:
+    """Inside cli_policy: a command that ends its process when its work ends."""
+    return _cli.get() is not None
+
+
 def current_log():
     """The file the cluster's logs go to in this command (cli_policy), or None (a library's
     caller keeps its loggers as they are)."""
@@ -66,7 +71,7 @@ def command_logs():
     """Inside cli_policy (a command), the cluster's loggers in this process write to the cluster
     log (cluster_log) instead of the terminal for the block, distributed imported first (it puts
     its terminal handler on as it is imported); elsewhere nothing changes."""
-    if _cli.get() is None:
+    if not in_command():
         yield
         return
     import distributed  # noqa: F401

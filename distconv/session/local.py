@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 
 from . import security as tls
-from .config import resolve_type
+from .config import memory_limit_bytes, resolve_type
 from .forkserver import START_METHOD_KEY
 
 
@@ -32,6 +33,8 @@ def make_cluster(cfg: dict, security=None):
     kind, n, threads = workers_of(cfg)
     cfg = {**cfg, "dashboard_address": _free_dashboard(cfg["dashboard_address"])}
     common = {k: cfg[k] for k in ("local_directory", "memory_limit") if cfg[k] is not None}
+    if "memory_limit" in common:
+        common["memory_limit"] = _within_machine(cfg["memory_limit"])
     # None is no dashboard (distributed's default instead listened on every interface)
     common["dashboard_address"] = cfg["dashboard_address"]
     protocol = tls.protocol(cfg, security)
@@ -53,6 +56,19 @@ def make_cluster(cfg: dict, security=None):
         common["env"] = {"CUDA_VISIBLE_DEVICES": ""}
     return LocalCluster(n_workers=n, threads_per_worker=threads, processes=cfg["processes"],
                         security=security, **common)
+
+
+def _within_machine(value):
+    """``memory_limit`` as given, or this machine's memory where it asks for more: said once
+    here (distributed says it once per worker)."""
+    from distributed.system import MEMORY_LIMIT
+
+    asked = memory_limit_bytes(value)
+    if asked is None or asked <= MEMORY_LIMIT:
+        return value
+    print(f"distconv: memory_limit {value!r} is more than this machine's memory ({MEMORY_LIMIT / 1e9:.3g} GB); "
+          "each worker is limited to that", flush=True)
+    return MEMORY_LIMIT
 
 
 @contextlib.contextmanager
@@ -78,8 +94,26 @@ def running(cfg: dict, security=None, fork: bool = False, close_timeout: float |
     finally:
         try:
             owned.close(timeout=close_timeout)
+        except TimeoutError:  # workers that do not stop (a restart loop) do not hold the process
+            if close_timeout is None:
+                raise
+            print(f"distconv: the cluster did not close within {close_timeout:.0f} s (workers restarting? "
+                  "see the cluster's log); its worker processes were ended", file=sys.stderr, flush=True)
+            _end_workers(owned)
         finally:
             _give_back(before, started)
+
+
+def _end_workers(owned):
+    """End the worker processes of ``owned`` whose close did not finish (their nannies are
+    closing: none is started again)."""
+    import signal
+
+    for nanny in list(getattr(owned, "workers", {}).values()):
+        pid = getattr(getattr(getattr(nanny, "process", None), "process", None), "pid", None)
+        if pid:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _give_back(before: dict, started: dict):
