@@ -158,3 +158,21 @@ def test_a_port_taken_between_the_look_and_the_bind_is_distconvs_line_not_dasks_
     assert not [w for w in caught if "already in use" in str(w.message)], [str(w.message) for w in caught]
     out = capsys.readouterr().out
     assert (f"dashboard port {port} is in use; using port" in out) == asked, out
+
+
+def test_a_script_without_a_main_guard_gets_one_line_saying_what_to_add(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "noguard.py"
+    script.write_text("import distconv as dc\n\nwith dc.cluster({'type': 'cpu', 'n_workers': 1, "
+                      "'dashboard_address': None}, quiet=True) as c:\n    print('ran')\n")
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert res.returncode == 1 and "ran" not in res.stdout, res.stderr
+    assert res.stderr.count("\n") <= 1 and "Traceback" not in res.stderr, res.stderr
+    assert f"{script}:3" in res.stderr and 'if __name__ == "__main__":' in res.stderr, res.stderr
+    guarded = tmp_path / "guarded.py"
+    guarded.write_text("import distconv as dc\n\nif __name__ == '__main__':\n    with dc.cluster({'type': 'cpu', "
+                       "'n_workers': 1, 'dashboard_address': None}, quiet=True) as c:\n        print('ran')\n")
+    res = subprocess.run([sys.executable, str(guarded)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert res.returncode == 0 and "ran" in res.stdout, res.stderr

@@ -122,6 +122,8 @@ def _open(cfg: dict, quiet: bool, stack: contextlib.ExitStack):
             print(f"distconv: joined the running cluster at {doc['address']} (distconv cluster stop ends it)",
                   flush=True)
         return client, None
+    if _worker_processes(cfg):
+        local.refuse_unguarded_script()
     # workers fork from the warmed server (started here unless `distconv run` started it beside
     # its check): a script's first blocks then find the block code imported
     warm = stack.enter_context(local_server(cfg))  # ends after the cluster has closed

@@ -58,6 +58,52 @@ def make_cluster(cfg: dict, security=None):
                         security=security, **common)
 
 
+def refuse_unguarded_script():
+    """A script that starts a local cluster of worker processes at its top level, outside
+    ``if __name__ == "__main__":``, is stopped with one line saying what to add: each worker
+    process imports the script again (spawn and forkserver do), which starts a cluster there,
+    and multiprocessing fails in every worker with a page of tracebacks."""
+    import dask
+
+    if dask.config.get(START_METHOD_KEY, "spawn") == "fork":
+        return
+    line = _unguarded_line()
+    if line is not None:
+        path, n = line
+        raise SystemExit(f"distconv: error: {path}:{n} starts a local cluster at the top level of the script; "
+                         f"its worker processes import the script again and would start one each. Put the "
+                         f"script's work under `if __name__ == \"__main__\":` (or use processes: false)")
+
+
+def _unguarded_line():
+    """(the script, the line) of the running script's top-level statement, not under an ``if``
+    on ``__name__``, that led here; None where this is no script run from a file (a notebook,
+    ``python -c``) or the statement is guarded."""
+    import ast
+    import sys
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    frame = sys._getframe(1)
+    while frame is not None and not (frame.f_code.co_name == "<module>" and main is not None
+                                     and frame.f_globals is vars(main)):
+        frame = frame.f_back
+    if frame is None or not path or not str(path).endswith(".py"):
+        return None
+    try:
+        with open(path) as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    line = frame.f_lineno
+    for node in tree.body:
+        if node.lineno <= line <= (node.end_lineno or node.lineno):
+            guarded = isinstance(node, ast.If) and any(isinstance(n, ast.Name) and n.id == "__name__"
+                                                       for n in ast.walk(node.test))
+            return None if guarded else (path, line)
+    return None
+
+
 def _within_machine(value):
     """``memory_limit`` as given, or this machine's memory where it asks for more: said once
     here (distributed says it once per worker)."""
