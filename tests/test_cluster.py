@@ -176,3 +176,21 @@ def test_a_script_without_a_main_guard_gets_one_line_saying_what_to_add(tmp_path
                        "'n_workers': 1, 'dashboard_address': None}, quiet=True) as c:\n        print('ran')\n")
     res = subprocess.run([sys.executable, str(guarded)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert res.returncode == 0 and "ran" in res.stdout, res.stderr
+
+
+def test_distributeds_forkserver_preload_mark_is_given_back(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "mark.py"
+    script.write_text(
+        "import distconv as dc, distributed.utils as du\n"
+        "if __name__ == '__main__':\n"
+        "    before = du._forkserver_preload_set\n"
+        "    with dc.cluster({'type': 'cpu', 'n_workers': 1, 'threads_per_worker': 1,\n"
+        "                     'dashboard_address': None}, quiet=True) as c:\n"
+        "        during = du._forkserver_preload_set\n"
+        "    print(before, during, du._forkserver_preload_set)\n")
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["False", "True", "False"], res.stdout  # set as the workers forked; given back
