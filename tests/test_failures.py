@@ -125,3 +125,24 @@ def test_a_failed_compute_leaves_no_filter_on_a_users_own_clients_loggers():
         else:
             raise AssertionError("the failure was not raised")
         assert logging.getLogger("asyncio").filters == before
+
+
+def test_ctrl_c_after_the_run_finished_says_the_output_is_complete_not_resume(tmp_path):
+    from distconv import batch
+
+    _store(tmp_path, np.ones((64, 200), np.float32))
+    wf = tmp_path / "wf.yaml"
+    wf.write_text(yaml.safe_dump({"input": {"path": "in.zarr"}, "steps": [{"op": "gaussian_filter", "sigma": 1.0}],
+                                  "outputs": {"path": "out.zarr"}}))
+    assert "run again with --resume" in failures.interrupted_text(str(wf))
+    batch.run(batch.load(wf), progress=False)
+    text = failures.interrupted_text(str(wf))
+    assert "after the run finished" in text and "is complete" in text and "--resume" not in text, text
+
+
+def test_a_damaged_chunk_outside_the_noted_rows_is_still_found(tmp_path):
+    inp = _store(tmp_path, np.ones((256, 200), np.float32))
+    _damage(inp / "c" / "0" / "0")
+    e = OSError("incomplete frame")
+    e.distconv_block = {"input": str(inp), "index": 3, "rows": (192, 256)}
+    assert "'c/0/0'" in failures.explain(e)[1]

@@ -43,9 +43,9 @@ def explain(exc: BaseException, *, input_path: str | None = None, output: str | 
             "make it writable by this user (or choose another outputs.path)"
         return USER, f"{os.strerror(exc.errno).lower()} {what}: {where!r}; {fix}, {RESUME}"
     if source and _is_decode_error(exc):
-        chunk = _damaged_chunk(source, block.get("rows"))
-        at = f"chunk {chunk} " if chunk else (f"a chunk of rows {block['rows'][0]}:{block['rows'][1]} "
-                                              if block.get("rows") else "a chunk ")
+        rows = block.get("rows")
+        chunk = _damaged_chunk(source, rows) or (_damaged_chunk(source) if rows else None)
+        at = f"chunk {chunk} " if chunk else "a chunk "
         return USER, (f"the input {source!r} cannot be decoded: {at}is damaged "
                       f"({type(exc).__name__}: {exc}); mend or rewrite it, then run again with --overwrite "
                       f"(--resume refuses an input changed since the run began)")
