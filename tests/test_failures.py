@@ -91,8 +91,9 @@ def test_workers_that_died_name_the_memory_limit_and_the_block_size():
 
     e = KilledWorker("distconv-gaussian-3", None, 3)
     e.distconv_block = {"input": "/data/in.zarr", "index": 3, "rows": (300, 400), "bytes": 2_500_000_000}
-    code, text = failures.explain(e, cluster={"type": "cpu", "memory_limit": "200MB"})
+    code, text = failures.explain(e, cluster={"type": "cpu", "memory_limit": "200MB"}, log="/home/u/run.log")
     assert code == 2 and "'200MB'" in text and "2.5 GB" in text and "block 3" in text, text
+    assert "/home/u/run.log" in text
     assert "memory_limit" in text and "\n" not in text
 
 

@@ -129,10 +129,12 @@ def _checked_run(workflow_paths, cluster_path, overwrite, resume, no_progress, j
         return problem(str(e))  # found only once the cluster is up (device: gpu on workers without one)
     except Exception as e:  # noqa: BLE001 - what the user can act on, else our bug with its traceback
         from .failures import explain
+        from .interrupt import current_log
 
         wf = next((t[1] for t in todo if t[0] == current[0]), None)
-        code, text = explain(e, input_path=wf and wf.input.get("path"), output=wf and str(wf.outputs["path"]),
-                             cluster=load_config(cluster_path))
+        source = wf and (f"{wf.input['path']}/{wf.input['variable']}" if wf.input.get("variable") else wf.input["path"])
+        code, text = explain(e, input_path=source, output=wf and str(wf.outputs["path"]),
+                             cluster=load_config(cluster_path), log=current_log())
         print(f"distconv: {text}", file=sys.stderr, flush=True)
         return code
     if json_path:  # with distconv's mark: the next run may replace it, nothing else is replaced

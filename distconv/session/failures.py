@@ -24,13 +24,14 @@ _CHUNK_SEARCH_S = 20.0  # longest the search for the damaged chunk decodes chunk
 
 
 def explain(exc: BaseException, *, input_path: str | None = None, output: str | None = None,
-            cluster: dict | None = None) -> tuple[int, str]:
+            cluster: dict | None = None, log: str | None = None) -> tuple[int, str]:
     """(exit code, text) for ``exc`` raised by a run that reads ``input_path`` and writes
-    ``output`` on a cluster of config ``cluster`` (config.load_config's dict)."""
+    ``output`` on a cluster of config ``cluster`` (config.load_config's dict) that logs to
+    ``log`` (where the text may point for the cluster's own account)."""
     block = getattr(exc, "distconv_block", None) or {}
     source = block.get("input") or input_path
     if _is_killed(exc) or isinstance(exc, MemoryError):
-        return USER, _memory(exc, block, source, cluster)
+        return USER, _memory(exc, block, source, cluster, log)
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
         where = exc.filename or output
         return USER, (f"no space left on the disk holding {where!r}{_free(where)}; free space (or choose "
@@ -49,7 +50,7 @@ def explain(exc: BaseException, *, input_path: str | None = None, output: str | 
         return USER, (f"the input {source!r} cannot be decoded: {at}is damaged "
                       f"({type(exc).__name__}: {exc}); mend or rewrite it, then run again with --overwrite "
                       f"(--resume refuses an input changed since the run began)")
-    return INTERNAL, internal(exc)
+    return INTERNAL, internal(exc) + (f"\n(the cluster's log: {log})" if log else "")
 
 
 def internal(exc: BaseException) -> str:
@@ -63,14 +64,14 @@ def _is_killed(exc) -> bool:
     return type(exc).__name__ == "KilledWorker" and type(exc).__module__.startswith("distributed")
 
 
-def _memory(exc, block: dict, source, cluster: dict | None) -> str:
+def _memory(exc, block: dict, source, cluster: dict | None, log=None) -> str:
     """Workers that died running a block, most often for memory: the limit and the block's size."""
     limit = _limit(cluster)
     size = f"; a block reads {_size(block['bytes'])} of input" if block.get("bytes") else ""
     which = f"block {block['index']}" if block.get("index") is not None else "a task"
     of = f" of {source!r}" if source else ""
     what = "ran out of memory" if isinstance(exc, MemoryError) else \
-        "died (most often: out of memory; the cluster's log says)"
+        f"died (most often: out of memory; {'its log ' + log if log else 'the cluster log'} says)"
     return (f"workers {what} running {which}{of}, with memory_limit {limit} per worker{size}; "
             f"raise the cluster's memory_limit or lower threads_per_worker (a worker runs that many blocks at "
             f"once), {RESUME}")
