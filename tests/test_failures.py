@@ -147,3 +147,19 @@ def test_a_damaged_chunk_outside_the_noted_rows_is_still_found(tmp_path):
     e = OSError("incomplete frame")
     e.distconv_block = {"input": str(inp), "index": 3, "rows": (192, 256)}
     assert "'c/0/0'" in failures.explain(e)[1]
+
+
+def test_a_large_cluster_log_is_set_aside_as_the_next_command_starts(tmp_path, monkeypatch):
+    from distconv.session import interrupt
+
+    log = tmp_path / "run.log"
+    log.write_text("small\n")
+    with interrupt.logs_to(str(log)):
+        pass
+    assert log.read_text() == "small\n" and not (tmp_path / "run.log.1").exists()
+    monkeypatch.setattr(interrupt, "LOG_KEEP_BYTES", 3)
+    with interrupt.logs_to(str(log)):
+        import logging
+
+        logging.getLogger("distributed.worker").error("Compute Failed")
+    assert (tmp_path / "run.log.1").read_text() == "small\n" and "Compute Failed" in log.read_text()

@@ -47,6 +47,9 @@ LOG_NAMES = ("distributed", "distributed.client", "distributed.worker", "distrib
              "distributed.nanny", "dask_cuda", "tornado", "tornado.application", "asyncio", "bokeh")
 
 
+LOG_KEEP_BYTES = 20 * 10**6  # a cluster log beyond this is set aside as the next command starts
+
+
 def cluster_log():
     """The file a command's cluster logs to (beside the kept cluster's record and log)."""
     from .record import state_path
@@ -89,6 +92,8 @@ def logs_to(path):
 
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        if os.path.exists(path) and os.path.getsize(path) > LOG_KEEP_BYTES:
+            os.replace(path, f"{path}.1")  # the previous commands' logs, one generation kept
         handler = logging.FileHandler(path, delay=True)
     except OSError:
         yield
