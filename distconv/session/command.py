@@ -133,8 +133,12 @@ def _checked_run(workflow_paths, cluster_path, overwrite, resume, no_progress, j
 
         wf = next((t[1] for t in todo if t[0] == current[0]), None)
         source = wf and (f"{wf.input['path']}/{wf.input['variable']}" if wf.input.get("variable") else wf.input["path"])
-        code, text = explain(e, input_path=source, output=wf and str(wf.outputs["path"]),
-                             cluster=load_config(cluster_path), log=current_log())
+        try:
+            cfg = load_config(cluster_path)
+        except ClusterConfigError:  # changed since the check: the text then names no limit
+            cfg = None
+        code, text = explain(e, input_path=source, output=wf and str(wf.outputs["path"]), cluster=cfg,
+                             log=current_log())
         print(f"distconv: {text}", file=sys.stderr, flush=True)
         return code
     if json_path:  # with distconv's mark: the next run may replace it, nothing else is replaced
