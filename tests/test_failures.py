@@ -163,3 +163,10 @@ def test_a_large_cluster_log_is_set_aside_as_the_next_command_starts(tmp_path, m
 
         logging.getLogger("distributed.worker").error("Compute Failed")
     assert (tmp_path / "run.log.1").read_text() == "small\n" and "Compute Failed" in log.read_text()
+
+
+def test_a_run_overtaken_by_another_is_the_users_line_not_an_internal_error():
+    from distconv.engine.marks import Superseded
+
+    code, text = failures.explain(Superseded("'/d/in.zarr' was not marked complete: another run has claimed it since"))
+    assert code == 2 and text.startswith("'/d/in.zarr' was not marked complete") and "internal" not in text

@@ -28,6 +28,10 @@ def explain(exc: BaseException, *, input_path: str | None = None, output: str | 
     """(exit code, text) for ``exc`` raised by a run that reads ``input_path`` and writes
     ``output`` on a cluster of config ``cluster`` (config.load_config's dict) that logs to
     ``log`` (where the text may point for the cluster's own account)."""
+    from ..engine.marks import Superseded
+
+    if isinstance(exc, Superseded):  # another run took the output (or a synthetic input) over: it says which
+        return USER, str(exc)
     block = getattr(exc, "distconv_block", None) or {}
     source = block.get("input") or input_path
     if _is_killed(exc) or isinstance(exc, MemoryError):
