@@ -170,3 +170,24 @@ def test_a_run_overtaken_by_another_is_the_users_line_not_an_internal_error():
 
     code, text = failures.explain(Superseded("'/d/in.zarr' was not marked complete: another run has claimed it since"))
     assert code == 2 and text.startswith("'/d/in.zarr' was not marked complete") and "internal" not in text
+
+
+def test_the_python_faces_error_says_which_block_of_which_input(tmp_path):
+    import dask.array as da
+
+    import distconv as dc
+
+    inp = _store(tmp_path, np.random.default_rng(1).standard_normal((256, 200)).astype(np.float32))
+    _damage(inp / "c" / "3" / "0")
+    lazy = dc.gaussian_filter(da.from_zarr(str(inp)), 1.0)
+    with dc.cluster({"type": "cpu", "n_workers": 1, "threads_per_worker": 1, "processes": False,
+                     "dashboard_address": None}, quiet=True):
+        try:
+            dc.to_zarr(lazy, str(tmp_path / "out.zarr"))
+        except Exception as e:  # noqa: BLE001 - the decoder's own type
+            err = e
+        else:
+            raise AssertionError("the damaged chunk was read")
+    notes = " ".join(getattr(err, "__notes__", []))
+    assert "distconv: in block" in notes and "in.zarr" in notes and "out.zarr" in notes, notes
+    assert failures.explain(err)[0] == 2 and "'c/3/0'" in failures.explain(err)[1]

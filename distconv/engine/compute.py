@@ -112,7 +112,10 @@ def _note_block(exc: Exception, plan: Plan, dst: str):
     try:
         exc.distconv_block = note
     except AttributeError:  # an exception type that takes no attributes: nothing to note
-        pass
+        return
+    if "index" in note:  # the Python face's traceback says where too
+        exc.add_note(f"distconv: in block {note['index']} (input rows {note['rows'][0]}:{note['rows'][1]}) of "
+                     f"{note['input']!r} -> {dst!r}")
 
 
 def rehearse_on_hosts(client, job) -> list:
