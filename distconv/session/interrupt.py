@@ -1,11 +1,14 @@
-"""What Ctrl-C inside a cluster's block does to the process around it.
+"""What Ctrl-C inside a cluster's block does to the process around it, and where a command's
+cluster logs.
 
 A library leaves the process as it found it: after Ctrl-C the cluster's loggers are quiet
 while the cluster closes, then as they were; the SIGINT handler is never touched (a notebook's
 next Ctrl-C interrupts its next cell, as ever); filters distconv put on the cluster's loggers
 come off with the cluster. Only the command line sets a policy for its process
 (``cli_policy``): it ends with one line after Ctrl-C, so the cluster's logs stay quiet until
-it exits and a second Ctrl-C while the cluster closes ends it at once with 130.
+it exits and a second Ctrl-C while the cluster closes ends it at once with 130; and its
+cluster's loggers (here and in its worker processes) write to the cluster log, a file, while
+the terminal gets distconv's own lines.
 """
 
 from __future__ import annotations
