@@ -4,8 +4,8 @@ A failure the user can act on (a damaged input chunk, an output that cannot be w
 disk, workers out of memory) is one line naming the array, chunk, path or setting and what to
 do, exit 2; only what is none of these, our own bug, is the internal-error text with its
 traceback, exit 1. Exceptions come back from the workers through dask as the worker's own type
-(KilledWorker for a worker that died), with the block that failed noted by the engine
-(engine.compute.FAILED_BLOCK).
+(KilledWorker for a worker that died), with the block that failed noted on them by the
+engine's write (``distconv_block``: the input, the block's index, rows and bytes).
 """
 
 from __future__ import annotations
