@@ -191,3 +191,24 @@ def test_the_python_faces_error_says_which_block_of_which_input(tmp_path):
     notes = " ".join(getattr(err, "__notes__", []))
     assert "distconv: in block" in notes and "in.zarr" in notes and "out.zarr" in notes, notes
     assert failures.explain(err)[0] == 2 and "'c/3/0'" in failures.explain(err)[1]
+
+
+def _log_marker(text):
+    import logging
+
+    logging.getLogger("distributed.worker").error(text)
+
+
+def test_a_commands_worker_processes_log_to_the_cluster_log_restarted_ones_too(tmp_path, monkeypatch, capfd):
+    import distconv as dc
+    from distconv.session.interrupt import cli_policy
+
+    monkeypatch.setenv("DASK_DISTCONV__CLUSTER_STATE", str(tmp_path / "state" / "cluster.json"))
+    cfg = {"type": "cpu", "n_workers": 1, "threads_per_worker": 1, "dashboard_address": None}
+    with cli_policy(), dc.cluster(cfg, quiet=True) as client:
+        client.run(_log_marker, "first worker's line")
+        client.restart()  # as a nanny starts a worker again after one died
+        client.run(_log_marker, "restarted worker's line")
+    log = (tmp_path / "state" / "run.log").read_text()
+    assert "first worker's line" in log and "restarted worker's line" in log, log
+    assert "worker's line" not in capfd.readouterr().err

@@ -2,6 +2,8 @@
 least that works; one larger than the machine is said once, not once per worker; a command's
 cluster that does not close (workers restarting) does not hold the command."""
 
+import threading
+
 import pytest
 
 import distconv as dc
@@ -56,3 +58,35 @@ def test_a_commands_cluster_that_does_not_close_in_time_does_not_hold_it(capsys,
         pass
     assert asked and asked[0] is not None  # bounded
     assert "did not close within" in capsys.readouterr().err
+
+
+_RELEASE = threading.Event()  # the in-process worker's tasks end once the test has its answer
+
+
+def _held(i):
+    _RELEASE.wait(60)
+    return i
+
+
+def test_a_commands_cluster_that_lost_every_worker_ends_its_wait_with_the_users_line(monkeypatch):
+    import dask
+
+    from distconv.engine.compute import compute
+    from distconv.session import cluster as cluster_mod
+    from distconv.session import failures
+    from distconv.session.interrupt import cli_policy
+
+    monkeypatch.setattr(cluster_mod, "NO_WORKERS_S", 0.5)
+    cfg = {"type": "cpu", "n_workers": 1, "threads_per_worker": 1, "processes": False, "dashboard_address": None,
+           "memory_limit": "600MB"}
+    with cli_policy(), dc.cluster(cfg, quiet=True) as client:
+        # the cluster's workers gone and none started again (as a nanny that gave up on a worker
+        # killed for memory leaves it), while the tasks wait
+        workers = dict(client.cluster.workers)
+        threading.Timer(0.5, client.cluster.workers.clear).start()
+        with pytest.raises(Exception) as e:
+            compute([dask.delayed(_held)(i, dask_key_name=f"held-{i}") for i in range(2)], client, None)
+        _RELEASE.set()
+        client.cluster.workers.update(workers)  # closed with the cluster
+    code, text = failures.explain(e.value, cluster=cfg)
+    assert code == 2 and "workers died" in text and "'600MB'" in text, text

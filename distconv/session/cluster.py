@@ -82,9 +82,11 @@ def cluster(config=None, *, quiet: bool = False):
         stack.enter_context(interrupt.command_logs())  # a command's cluster logs to its file
         stack.enter_context(interrupt.own_filters_removed())  # the last to end
         client, owned = _open(cfg, quiet, stack)
+        if owned is not None and interrupt.in_command():
+            stack.enter_context(_workers_watched(client, owned))  # ends before the cluster closes
         log = interrupt.current_log()
         if log is not None and owned is not None and _worker_processes(cfg):
-            client.run(interrupt.worker_logs_to, log, on_error="ignore")
+            client.register_plugin(interrupt.worker_logs_plugin(log))
         interrupted = False
         try:
             if not quiet:
@@ -135,6 +137,43 @@ def _open(cfg: dict, quiet: bool, stack: contextlib.ExitStack):
     return client, owned
 
 
+@contextlib.contextmanager
+def _workers_watched(client, owned, every: float = 1.0):
+    """A command's local cluster whose workers all died and were not started again (a nanny
+    gives up on a worker killed for memory again and again) would leave its tasks waiting for
+    ever: once it has had no worker for NO_WORKERS_S, the client's tasks are cancelled, saying
+    so (failures.WORKERS_GONE), and the command ends with its line."""
+    import threading
+    import time
+
+    from distributed import Future
+
+    from .failures import WORKERS_GONE
+
+    stop = threading.Event()
+
+    def watch():
+        since = None
+        while not stop.wait(every):
+            if owned.workers:
+                since = None
+                continue
+            since = since or time.monotonic()
+            if time.monotonic() - since >= NO_WORKERS_S:
+                try:
+                    client.cancel([Future(k, client) for k in list(client.futures)], force=True, msg=WORKERS_GONE)
+                except Exception:  # noqa: BLE001 - a client closing meanwhile: nothing left to wait for
+                    pass
+                return
+
+    thread = threading.Thread(target=watch, name="distconv-workers-watch", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+
+
 def _worker_processes(cfg: dict) -> bool:
     """Whether a local cluster of ``cfg`` runs its workers in processes of their own (else
     they are threads of this one, whose loggers the shutdown quiets already)."""
@@ -142,6 +181,7 @@ def _worker_processes(cfg: dict) -> bool:
 
 
 CLOSE_WAIT_S = 30.0  # longest a command waits for its cluster to close
+NO_WORKERS_S = 10.0  # a command's local cluster without any worker this long has lost them for good
 FEED_WAIT_S = 1.0  # longest a closing cluster waits for a finished progress bar's stream to end
 
 

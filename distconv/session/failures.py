@@ -20,6 +20,7 @@ _CODEC_FILES = ("/numcodecs/", "/zarrs/", "/zarr/codecs/", "/zarr/core/codec_pip
                 "/blosc", "/zarr/abc/codec")
 _DECODE_WORDS = ("incomplete frame", "decompress", "corrupt", "unknown frame descriptor", "blosc",
                  "invalid block type", "checksum", "src size is incorrect", "error -3 while")
+WORKERS_GONE = "the cluster's workers all died and none was started again"
 _CHUNK_SEARCH_S = 20.0  # longest the search for the damaged chunk decodes chunks here
 
 
@@ -34,7 +35,7 @@ def explain(exc: BaseException, *, input_path: str | None = None, output: str | 
         return USER, str(exc)
     block = getattr(exc, "distconv_block", None) or {}
     source = block.get("input") or input_path
-    if _is_killed(exc) or isinstance(exc, MemoryError):
+    if _is_killed(exc) or isinstance(exc, MemoryError) or WORKERS_GONE in str(exc):
         return USER, _memory(exc, block, source, cluster, log)
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
         where = exc.filename or output

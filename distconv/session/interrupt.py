@@ -134,6 +134,24 @@ def worker_logs_to(path):
     _route(logging.FileHandler(path), "worker pid")
 
 
+def worker_logs_plugin(path: str):
+    """A worker plugin by which every worker process of a command's cluster, those a nanny
+    starts again after one died included, logs to ``path`` (made here: distributed is imported
+    only once a cluster starts)."""
+    from distributed import WorkerPlugin
+
+    class WorkerLogs(WorkerPlugin):
+        name = "distconv-worker-logs"
+
+        def __init__(self, path: str):
+            self.path = path
+
+        def setup(self, worker):
+            worker_logs_to(self.path)
+
+    return WorkerLogs(path)
+
+
 def _route(handler, who: str) -> dict:
     """``handler`` in place of the cluster loggers' terminal handlers (and for the top ones that
     had none: asyncio's went to Python's last resort, the terminal); returns each logger's
