@@ -199,13 +199,15 @@ def _log_marker(text):
     logging.getLogger("distributed.worker").error(text)
 
 
-def test_a_commands_worker_processes_log_to_the_cluster_log_restarted_ones_too(tmp_path, monkeypatch, capfd):
+def test_a_commands_worker_processes_log_to_the_cluster_log_restarted_ones_too(tmp_path, capfd):
     import distconv as dc
     from distconv.session.interrupt import cli_policy
 
-    monkeypatch.setenv("DASK_DISTCONV__CLUSTER_STATE", str(tmp_path / "state" / "cluster.json"))
+    import dask
+
     cfg = {"type": "cpu", "n_workers": 1, "threads_per_worker": 1, "dashboard_address": None}
-    with cli_policy(), dc.cluster(cfg, quiet=True) as client:
+    with dask.config.set({"distconv.cluster-state": str(tmp_path / "state" / "cluster.json")}), cli_policy(), \
+            dc.cluster(cfg, quiet=True) as client:
         client.run(_log_marker, "first worker's line")
         client.restart()  # as a nanny starts a worker again after one died
         client.run(_log_marker, "restarted worker's line")
