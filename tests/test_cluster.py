@@ -127,3 +127,70 @@ def test_warmed_workers_fork_from_the_server_and_compute(tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.split("\n")[:6] == ["[True]", "['']", "True", "True", "[True]", "True"], \
         res.stdout + res.stderr[-2000:]
+
+
+@pytest.mark.parametrize("asked", [True, False])
+def test_a_port_taken_between_the_look_and_the_bind_is_distconvs_line_not_dasks_warning(capsys, monkeypatch,
+                                                                                       asked):
+    import socket
+    import warnings
+
+    from distconv.session import local
+
+    monkeypatch.setattr(local, "_free_dashboard", lambda address: address)  # taken after the look
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        cfg = {"type": "cpu", "n_workers": 1, "threads_per_worker": 1, "processes": False,
+               "dashboard_address": f"127.0.0.1:{port}" if asked else None}
+        if not asked:  # no dashboard asked for: the HTTP server's own default port is the busy one
+            import distributed.node
+
+            start = distributed.node.ServerNode.start_http_server
+            monkeypatch.setattr(distributed.node.ServerNode, "start_http_server",
+                                lambda self, routes, address, default_port=0, **kw:
+                                start(self, routes, address, default_port=port, **kw))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with dc.cluster(cfg, quiet=True):
+                pass
+    assert not [w for w in caught if "already in use" in str(w.message)], [str(w.message) for w in caught]
+    out = capsys.readouterr().out
+    assert (f"dashboard port {port} is in use; using port" in out) == asked, out
+
+
+def test_a_script_without_a_main_guard_gets_one_line_saying_what_to_add(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "noguard.py"
+    script.write_text("import distconv as dc\n\nwith dc.cluster({'type': 'cpu', 'n_workers': 1, "
+                      "'dashboard_address': None}, quiet=True) as c:\n    print('ran')\n")
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert res.returncode == 1 and "ran" not in res.stdout, res.stderr
+    assert res.stderr.count("\n") <= 1 and "Traceback" not in res.stderr, res.stderr
+    assert f"{script}:3" in res.stderr and 'if __name__ == "__main__":' in res.stderr, res.stderr
+    guarded = tmp_path / "guarded.py"
+    guarded.write_text("import distconv as dc\n\nif __name__ == '__main__':\n    with dc.cluster({'type': 'cpu', "
+                       "'n_workers': 1, 'dashboard_address': None}, quiet=True) as c:\n        print('ran')\n")
+    res = subprocess.run([sys.executable, str(guarded)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert res.returncode == 0 and "ran" in res.stdout, res.stderr
+
+
+def test_distributeds_forkserver_preload_mark_is_given_back(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "mark.py"
+    script.write_text(
+        "import distconv as dc, distributed.utils as du\n"
+        "if __name__ == '__main__':\n"
+        "    before = du._forkserver_preload_set\n"
+        "    with dc.cluster({'type': 'cpu', 'n_workers': 1, 'threads_per_worker': 1,\n"
+        "                     'dashboard_address': None}, quiet=True) as c:\n"
+        "        during = du._forkserver_preload_set\n"
+        "    print(before, during, du._forkserver_preload_set)\n")
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["False", "True", "False"], res.stdout  # set as the workers forked; given back

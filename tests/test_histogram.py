@@ -259,3 +259,23 @@ def test_workflow_histogram_without_range_over_inf_is_the_users_error(tmp_path):
     batch.run(batch.load(tmp_path / "wf2.yaml"), progress=False)
     got = json.loads((tmp_path / "h2.json").read_text())
     assert got["counts"] == np.histogram(a, bins=16, range=(-2, 2))[0].tolist()
+
+
+def test_xarray_weights_of_a_dim_the_data_lack_or_covering_part_of_one_are_refused_by_name():
+    import xarray as xr
+
+    obj = xr.DataArray(np.arange(24.0).reshape(4, 6), dims=("lat", "lon"), coords={"lat": [0, 1, 2, 3]})
+    with pytest.raises(ValueError, match=r"weights has dims \('latitude',\) that the data lack; the data's dims "
+                                         r"are \('lat', 'lon'\)"):
+        obj.distconv.histogram(bins=3, weights=xr.DataArray(np.ones(4), dims=("latitude",)))
+    part = xr.DataArray(np.ones(2), dims=("lat",), coords={"lat": [0, 1]})
+    with pytest.raises(ValueError, match="weights cover only part of dim 'lat': 2 of its 4 values"):
+        obj.distconv.histogram(bins=3, weights=part)
+    with pytest.raises(ValueError, match="weights cover only part of dim 'lat'"):
+        obj.chunk({"lat": 2}).distconv.histogram(bins=3, range=(0, 24), weights=part)
+    with pytest.raises(ValueError, match="weights has 5 values along dim 'lon', the data 6"):
+        obj.distconv.histogram(bins=3, weights=xr.DataArray(np.ones(5), dims=("lon",)))
+    w = xr.DataArray(np.arange(1.0, 5.0), dims=("lat",), coords={"lat": [0, 1, 2, 3]})
+    got = obj.distconv.histogram(bins=3, range=(0, 24), weights=w).values
+    ref = np.histogram(obj.values, bins=3, range=(0, 24), weights=np.broadcast_to(w.values[:, None], (4, 6)))[0]
+    np.testing.assert_allclose(got, ref)

@@ -222,3 +222,19 @@ def test_a_run_without_an_array_job_is_reported_without_a_timeline(tmp_path):
     md = Path(write_run_report(tmp_path / "r", [s])).read_text()
     assert "| 1 | `bovw` | `patch=8, n_clusters=32` |" in md and "No timeline" in md
     assert sorted(p.name for p in (tmp_path / "r").iterdir()) == ["report.md"]
+
+
+def test_code_in_the_report_never_nests_backticks_or_breaks_a_table():
+    """A dataset's variable, a path or an argument holding a backtick or a pipe: each is one
+    inline code span in its cell (CommonMark: a longer fence), the table's columns kept."""
+    from distconv.batch.report import run_lines
+
+    s = {"workflow": "w", "output": "/o|ut", "input": "/in`put", "shape": [4, 4], "dtype": "float32",
+         "steps": ["correlate"], "step_arguments": [{"weights": "`w`"}], "seconds": 1.0, "GBps": 0.1,
+         "bytes_in": 64, "bytes_out": 64, "timeline": [],
+         "arrays": {"input": {"path": "/ds.zarr", "variable": "t"}, "output": {"path": "/o|ut"}}}
+    md = "\n".join(run_lines(s, "/", "x.png", 2))
+    assert "| input | `/ds.zarr` (variable `t`) |" in md, md
+    assert "| output | `/o\\|ut` |" in md, md
+    assert "| 1 | `correlate` | ``weights='`w`'`` |" in md, md
+    assert "``/ds.zarr (variable `t`)``" not in md and "`/ds.zarr (variable `t`)`" not in md

@@ -162,3 +162,38 @@ def test_on_object_storage_too(tmp_path, monkeypatch):
     s = batch.run(wf, progress=False)
     assert s["synthetic_input_seconds"] > 0 and synthetic.is_written(batch.load(p).input)
     np.testing.assert_array_equal(_stored(wf), _defined(wf))
+
+
+@pytest.mark.parametrize("variable", [None, "t"])
+def test_a_failed_synthetic_write_is_fenced_and_stopped_as_an_outputs_is(tmp_path, monkeypatch, variable):
+    """Its blocks are the engine's fenced writes: a failure stops the run and waits for the
+    writes under way (engine.compute's stop), and the input is written whole next time."""
+    from distconv.engine import compute
+
+    wf = _workflow(tmp_path, variable=variable)
+    real_definition = synthetic.definition
+
+    def failing(inp):
+        made = real_definition(inp)
+
+        def boom(block, block_info=None):
+            if block_info[0]["chunk-location"][0] == 2:
+                raise OSError("a block that fails")
+            return block
+
+        if variable:
+            made[variable] = made[variable].copy(data=made[variable].data.map_blocks(boom, dtype=np.float32))
+            return made
+        return made.map_blocks(boom, dtype=made.dtype)
+
+    stops = []
+    real_stop = compute._stop
+    monkeypatch.setattr(compute, "_stop", lambda claim, *a: stops.append(claim) or real_stop(claim, *a))
+    monkeypatch.setattr(synthetic, "definition", failing)
+    with pytest.raises(OSError, match="a block that fails"):
+        synthetic.write(wf.input)
+    assert len(stops) == 1 and stops[0].output == wf.input["path"]
+    monkeypatch.setattr(synthetic, "definition", real_definition)
+    assert not synthetic.is_written(wf.input)
+    synthetic.write(wf.input)
+    np.testing.assert_array_equal(_stored(wf), _defined(wf))

@@ -210,7 +210,7 @@ def run_lines(summary: dict, folder, png: str, level: int = 2) -> list[str]:
     """
     h = "#" * level
     if "shape" not in summary:  # nothing computed here (a finished output), or a bag of visual words
-        lines = [f"- output: `{summary.get('output')}`", f"- {summary.get('text', '')}"]
+        lines = [f"- output: {code(summary.get('output'))}", f"- {summary.get('text', '')}"]
         if summary.get("seconds") is not None:
             lines.append(f"- time: {summary['seconds']:.2f} s")
         return lines + _step_lines(summary, h) + ["", "No timeline: this run has no blocks of an array job."]
@@ -229,15 +229,15 @@ def run_lines(summary: dict, folder, png: str, level: int = 2) -> list[str]:
     if summary.get("dashboard"):  # the job on the cluster's distconv page, while the cluster runs
         lines.append(f"- on the dashboard: {summary['dashboard']}")
     if summary.get("report"):
-        lines.append(f"- the workflow's own report: `{summary['report']}`")
+        lines.append(f"- the workflow's own report: {code(summary['report'])}")
     lines += _step_lines(summary, h)
     lines += ["", f"{h} Input and output", "", "| | path | shape | dtype | chunks | shards |",
               "|---|---|---|---|---|---|"]
     arrays = summary.get("arrays") or {"input": {"path": summary["input"]}, "output": {"path": summary["output"]}}
     for what, a in arrays.items():
-        path = a["path"] + (f" (variable `{a['variable']}`)" if a.get("variable") else "")
+        path = code(a["path"]) + (f" (variable {code(a['variable'])})" if a.get("variable") else "")
         cells = [_tuple(a.get("shape")), a.get("dtype", "?"), _tuple(a.get("chunks")), _tuple(a.get("shards"))]
-        lines.append(f"| {what} | `{path}` | " + " | ".join(cells) + " |")
+        lines.append(f"| {what} | {path} | " + " | ".join(cells) + " |")
     lines += _time_lines(summary, h)
     hist = (summary.get("histogram") or {}).get("png")
     if hist:
@@ -267,6 +267,18 @@ def run_lines(summary: dict, folder, png: str, level: int = 2) -> list[str]:
     return lines
 
 
+def code(text) -> str:
+    """``text`` as Markdown inline code, whatever it holds: fenced by more backticks than any
+    run of them inside (spaced where it starts or ends with one), its pipes escaped (a table
+    cell ends at one)."""
+    import re
+
+    text = str(text).replace("|", "\\|")
+    fence = "`" * (max((len(r) for r in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def _step_lines(summary: dict, h: str) -> list[str]:
     """The steps with their arguments, a table."""
     if not summary.get("steps"):
@@ -275,7 +287,7 @@ def _step_lines(summary: dict, h: str) -> list[str]:
     args = summary.get("step_arguments") or [{}] * len(summary["steps"])
     for k, (op, kw) in enumerate(zip(summary["steps"], args), 1):
         shown = ", ".join(f"{key}={value!r}" for key, value in kw.items()) or "(defaults)"
-        lines.append(f"| {k} | `{op}` | `{shown}` |")
+        lines.append(f"| {k} | {code(op)} | {code(shown)} |")
     return lines
 
 
@@ -290,7 +302,7 @@ def _time_lines(summary: dict, h: str) -> list[str]:
     steps = summary.get("step_seconds") or {}
     if steps:
         lines += ["Busy seconds per task name (as the dashboard names them):", "", "| tasks | seconds |", "|---|---|"]
-        lines += [f"| `{k}` | {v:.3f} |" for k, v in steps.items()] + [""]
+        lines += [f"| {code(k)} | {v:.3f} |" for k, v in steps.items()] + [""]
     startup = summary.get("startup") or {}
     if startup:
         lines += ["Start-up, seconds since the command started:", "", "| | seconds |", "|---|---|"]

@@ -8,8 +8,6 @@ A path that holds anything else is a user's data: it is never replaced.
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import json
 import time
 
@@ -74,7 +72,9 @@ def definition(inp: dict):
 def write(inp: dict, client=None, progress: bool = False) -> float:
     """Write ``inp``'s synthetic input to its path, replacing distconv's own unfinished or
     differently made one there (is_written said which); returns the seconds it took.
-    ``progress``: a line saying what is written, then a bar on a terminal (lines on a pipe)."""
+    ``progress``: a line saying what is written, then a bar on a terminal (lines on a pipe).
+    Its blocks are written as an output's are (engine.write: each a fenced write; failed or
+    interrupted, the run is stopped and the writes under way waited for)."""
     from ..engine.progress import Progress
 
     t0 = time.perf_counter()
@@ -82,61 +82,37 @@ def write(inp: dict, client=None, progress: bool = False) -> float:
     claim = ownership.claim(path, overwrite=True, key="input.path", who=WRITER, job=recorded(inp))
     with fencing.stopped_on_failure(claim):  # interrupted or failed: the next run may write it again
         if "variable" in inp:
-            data, target = _dataset_frame(path, lazy, inp["variable"])
+            dst, data, attrs, dims = _dataset_frame(path, lazy, inp["variable"])
         else:
-            data = lazy
-            target = storage.create(path, lazy.shape, inp["synthetic"]["chunks"], lazy.dtype)
+            dst, data, attrs, dims = path, lazy, None, None
         shown = None
         if progress:
             print(f"distconv: writing the synthetic input {path} ({' x '.join(map(str, data.shape))} "
                   f"{data.dtype}, {data.nbytes / 1e6:.1f} MB)", flush=True)
             shown = Progress(label="distconv: synthetic input")
-        _store(data, target, client, shown)
+        _store(data, dst, claim, client, attrs, dims, inp["synthetic"]["chunks"], shown)
         if "variable" in inp:
             storage.consolidate(path)
         marks.mark_complete(path, {"synthetic": True}, claim)
     return time.perf_counter() - t0
 
 
+def _store(data, dst: str, claim, client, attrs, dims, chunks, shown):
+    """``data`` written into a new array at ``dst`` of storage ``chunks`` through the engine's
+    writer for dask data, counted by ``shown`` (a Progress) as its blocks finish."""
+    from ..engine.chain import Plan
+    from ..engine.compute import write as engine_write
+
+    engine_write(Plan(data=data), dst, claim, client, attrs, dims, storage_chunks=chunks, progress=shown)
+
+
 def _dataset_frame(path: str, ds, variable: str):
-    """A dataset's group, coordinates and the variable's empty array written by xarray (its
-    entries recorded in the owner mark first); returns (the variable's data, its array)."""
-    import warnings
-
-    import zarr
-
-    marks.record_entries(path, list(map(str, ds.variables)))
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*[Cc]onsolidated metadata.*")
-        warnings.filterwarnings("ignore", message=".*distconv.*not recognized as a component.*")  # our marks
-        ds.to_zarr(path, mode="a", consolidated=False, compute=False, zarr_format=3)
-    return ds[variable].data, zarr.open_array(join(path, variable), mode="r+")
-
-
-def _store(data, target, client, shown):
-    """``data`` written into ``target`` block by block, counted by ``shown`` (a Progress) as
-    the blocks finish; on a cluster its tasks are cancelled when interrupted or failed."""
-    import dask
-
-    stored = da.store(data, target, lock=False, compute=False)  # one store task per block
-    keys = [k for k in dask.core.flatten(stored.__dask_keys__())]
-    sizes = dict(zip(keys, (int(np.prod(s)) * data.dtype.itemsize for s in itertools.product(*data.chunks))))
-    if shown is not None:
-        shown.expect(sizes)
-    if client is None:
-        with shown.local() if shown is not None else contextlib.nullcontext():
-            dask.persist(stored, scheduler="threads")
-        return
-    from distributed import futures_of
-
-    (persisted,) = client.persist([stored])
-    futures = futures_of(persisted)
-    try:
-        if shown is not None:
-            shown.watch(persisted)
-        client.gather(futures)  # raises the first block's error
-    finally:
-        client.cancel(futures)
+    """A dataset's group, its coordinates and attributes written (its entries recorded in the
+    owner mark first); returns (the variable's array path, its data, attributes, dims)."""
+    var = ds[variable]
+    marks.record_entries(path, [variable, *map(str, var.coords)])
+    storage.write_dataset_frame(path, var, dict(ds.attrs))
+    return join(path, variable), var.data, dict(var.attrs), list(map(str, var.dims))
 
 
 def synthetic_dataset(variable: str, shape, chunks, dims=None, dtype="float32", seed: int = 0):

@@ -43,7 +43,8 @@ def check(wf: Workflow, numbers: list | None = None) -> list[str]:
     elif region is not None and region_edges(wf.input) == "mode":
         arr = lazy_input(wf)
     dtype = np.dtype(arr.dtype)
-    if dtype.kind not in "biuf" or dtype == np.float16:
+    # complex data go to each step, which says whether it takes them (the linear filters do)
+    if dtype.kind not in "biufc" or dtype == np.float16:
         problems.append(f"the input has dtype {dtype}, which distconv does not process; "
                         "use float32/float64, integers or bool")
         # said once: the steps are checked on a float32 stand-in (nothing is computed)
@@ -107,6 +108,9 @@ def _for_yaml(msg: str) -> str:
 def _histogram(spec: dict, dtype) -> list:
     from ..ops.histograms import bin_edges
 
+    if dtype.kind == "c":
+        return [f"outputs.histogram: the steps' result is {dtype} (complex input), and a histogram counts "
+                "real values only; drop outputs.histogram (in Python, dc.histogram(abs(out)) counts magnitudes)"]
     probe = np.array([0, 1], dtype=dtype if dtype.kind in "biuf" else np.float64)
     try:
         bin_edges(probe, spec.get("bins", 256), spec.get("range"))

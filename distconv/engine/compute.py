@@ -54,6 +54,9 @@ def write(plan: Plan, dst: str, claim: Claim, client, attrs=None, dims=None, cod
         raise
     try:
         results = compute(writes, client, claim, progress)  # stops the run itself when it fails
+    except Exception as e:
+        _note_block(e, plan, dst)
+        raise
     finally:
         if plan.job is not None:  # its decode batches, halo rows and held scans go with it
             release(client, plan.job.run)
@@ -94,6 +97,25 @@ def _graph(plan: Plan, dst: str, claim: Claim, client, attrs, dims, codec, stora
         writes = [*blocks, merged]
         sizes = _block_sizes(job, blocks)
     return writes, sizes
+
+
+def _note_block(exc: Exception, plan: Plan, dst: str):
+    """Put on ``exc`` (as ``distconv_block``) what the user's message names: the input, the
+    output, and of the engine's block that failed its index, rows and bytes of input."""
+
+    index = getattr(exc, "distconv_failed", None)
+    note = {"input": plan.job.src if plan.job is not None else None, "output": dst}
+    if plan.job is not None and index is not None and index < len(plan.job.row_blocks):
+        note.update(index=index, rows=plan.job.row_blocks[index], bytes=block_bytes(plan.job)[index])
+    elif plan.job is not None:  # a block of unknown index: its size is still the memory it takes
+        note["bytes"] = max(block_bytes(plan.job), default=None)
+    try:
+        exc.distconv_block = note
+    except AttributeError:  # an exception type that takes no attributes: nothing to note
+        return
+    if "index" in note:  # the Python face's traceback says where too
+        exc.add_note(f"distconv: in block {note['index']} (input rows {note['rows'][0]}:{note['rows'][1]}) of "
+                     f"{note['input']!r} -> {dst!r}")
 
 
 def rehearse_on_hosts(client, job) -> list:
@@ -163,11 +185,25 @@ def compute(graph, client, claim: Claim | None, progress=None):
             progress.watch(futures)
         return client.gather(futures)
     except BaseException as e:
+        _note_failed(e, futures)
         # after Ctrl-C the cluster's own logs of what the stop cancels say nothing the user
         # needs (a failure's may): quiet while it stops, as the face is once it closes
-        with quiet_logs() if isinstance(e, KeyboardInterrupt) else contextlib.nullcontext():
+        with quiet_logs() if isinstance(e, KeyboardInterrupt) else contextlib.nullcontext(), \
+                _cancelled_gathers_dropped():
             _stop(claim, client, futures)
         raise
+
+
+def _note_failed(exc: BaseException, futures):
+    """Put on ``exc`` (as ``distconv_failed``) the index of the first future that failed (the
+    block, where they are a job's), before the stop cancels them."""
+    try:
+        failed = [i for i, f in enumerate(futures if isinstance(futures, list) else [futures])
+                  if getattr(f, "status", None) == "error"]
+        if failed:
+            exc.distconv_failed = failed[0]
+    except Exception:  # noqa: BLE001 - a note only
+        pass
 
 
 def _stop(claim, client, futures) -> list:
@@ -185,7 +221,6 @@ def _stop(claim, client, futures) -> list:
             return []
         unconfirmed = [] if fencing.wait_writes(claim.run, STOP_WAIT_S) else ["this process"]
     else:
-        _quiet_cancelled_gathers()
         try:
             # only this run's futures, the last (the merge the others feed) first: a cancel reaching
             # a block's unwanted dependents (the merges below it) trips the scheduler's who_wants assert
@@ -233,17 +268,28 @@ def silence_logs(loggers=CLUSTER_LOGGERS):
         logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
-def _quiet_cancelled_gathers():
+@contextlib.contextmanager
+def _cancelled_gathers_dropped():
     """The interrupted gather's own task ends with distributed's AllExit once its futures are
     cancelled, and asyncio logs it as "Task exception was never retrieved" when it is
-    collected: a traceback that says nothing the user needs, under the run's one line."""
+    collected: a traceback that says nothing the user needs, under the run's one line. Dropped
+    while the run stops (and the task collected before the block ends); the user's loggers are
+    left as they were."""
+    import gc
     import logging
 
     from distributed.client import AllExit
 
     log = logging.getLogger("asyncio")
-    if not any(isinstance(f, _DropAllExit) for f in log.filters):
-        log.addFilter(_DropAllExit(AllExit))
+    drop = None if any(isinstance(f, _DropAllExit) for f in log.filters) else _DropAllExit(AllExit)
+    if drop is not None:
+        log.addFilter(drop)
+    try:
+        yield
+    finally:
+        if drop is not None:
+            gc.collect()  # what it filters is logged as it is collected: now, while it is on
+            log.removeFilter(drop)
 
 
 class _DropAllExit:

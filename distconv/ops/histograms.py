@@ -33,6 +33,29 @@ def _check_weights(weights, x, name="weights"):
     return w
 
 
+def check_weight_dims(weights, obj):
+    """``weights`` (a DataArray) refused by name where it cannot give each value of ``obj`` a
+    weight: a dim the data lack, or a dim whose values it covers only in part (broadcasting
+    would give the rest NaN weights, and NaN bins; xarray's ``.weighted`` refuses them too).
+    Returns ``weights``."""
+    extra = [d for d in weights.dims if d not in obj.dims]
+    if extra:
+        raise ValueError(f"weights has dims {tuple(extra)} that the data lack; the data's dims are "
+                         f"{tuple(obj.dims)}, the weights' {tuple(weights.dims)}")
+    for d in weights.dims:
+        n, m = obj.sizes[d], weights.sizes[d]
+        if d in obj.indexes and d in weights.indexes:
+            covered = int(obj.indexes[d].isin(weights.indexes[d]).sum())
+        elif m != n:
+            raise ValueError(f"weights has {m} values along dim {d!r}, the data {n}; give one weight per value")
+        else:
+            covered = n
+        if covered < n:
+            raise ValueError(f"weights cover only part of dim {d!r}: {covered} of its {n} values have a weight; "
+                             f"give every value of {d!r} a weight (the rest would count as NaN)")
+    return weights
+
+
 def _finite_range(x, why: str = "histogram without range computes the min and max of the data now (a full "
                                  "pass over the input; NaN is left out, as it falls in no bin); pass "
                                  "range=(lo, hi) to stay lazy", of: str = "the data"):

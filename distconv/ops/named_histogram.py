@@ -64,7 +64,8 @@ def histogram(obj, bins=10, range=None, weights=None, density=False, dims=None):
     ([[4, 0], [2, 2], [0, 4]], ('y', 'bin'), [3.0, 9.0])
     """
     along = Dims.every_dim(obj) if dims is None else Dims.given(obj, dims)
-    w = _weights_like(weights, obj) if isinstance(weights, xr.DataArray) else weights
+    w = _weights_like(histograms.check_weight_dims(weights, obj), obj) if isinstance(weights, xr.DataArray) \
+        else weights
     if along.dims == along.every:
         counts, edges = histograms.histogram(obj.data, bins, range, w, density)
         return _hist_array(counts, edges, obj)

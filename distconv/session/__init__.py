@@ -15,6 +15,7 @@ imports the CLI.
 - kept.py: `distconv cluster start|status|stop` and the kept cluster's own process
 - warm.py: the warm process beside a kept cluster, a forked child per handed run
 - command.py: the body of `distconv run` (exit codes, messages, Ctrl-C), for the CLI and warm.py
+- failures.py: what a failed run says (a user's problem in one line, exit 2; our bug with its traceback)
 - builds.py: a fresh node's GPU kernels built in a process of their own while the cluster starts
 - info.py: what `distconv info` reports
 

@@ -79,8 +79,14 @@ def cluster(config=None, *, quiet: bool = False):
     """
     cfg = load_config(config)
     with contextlib.ExitStack() as stack:
+        stack.enter_context(interrupt.command_logs())  # a command's cluster logs to its file
         stack.enter_context(interrupt.own_filters_removed())  # the last to end
         client, owned = _open(cfg, quiet, stack)
+        if owned is not None and interrupt.in_command():
+            stack.enter_context(_workers_watched(client, owned))  # ends before the cluster closes
+        log = interrupt.current_log()
+        if log is not None and owned is not None and _worker_processes(cfg):
+            client.register_plugin(interrupt.worker_logs_plugin(log))
         interrupted = False
         try:
             if not quiet:
@@ -118,13 +124,54 @@ def _open(cfg: dict, quiet: bool, stack: contextlib.ExitStack):
             print(f"distconv: joined the running cluster at {doc['address']} (distconv cluster stop ends it)",
                   flush=True)
         return client, None
+    if _worker_processes(cfg):
+        local.refuse_unguarded_script()
     # workers fork from the warmed server (started here unless `distconv run` started it beside
     # its check): a script's first blocks then find the block code imported
     warm = stack.enter_context(local_server(cfg))  # ends after the cluster has closed
-    owned = stack.enter_context(local.running(cfg, security.for_cluster(cfg), fork=warm))
+    # a command's cluster closes within a bound: workers in a restart loop do not outlive its work
+    owned = stack.enter_context(local.running(cfg, security.for_cluster(cfg), fork=warm,
+                                              close_timeout=CLOSE_WAIT_S if interrupt.in_command() else None))
     client = Client(owned)
     stack.callback(client.close)
     return client, owned
+
+
+@contextlib.contextmanager
+def _workers_watched(client, owned, every: float = 1.0):
+    """A command's local cluster whose workers all died and were not started again (a nanny
+    gives up on a worker killed for memory again and again) would leave its tasks waiting for
+    ever: once it has had no worker for NO_WORKERS_S, the client's tasks are cancelled, saying
+    so (failures.WORKERS_GONE), and the command ends with its line."""
+    import threading
+    import time
+
+    from distributed import Future
+
+    from .failures import WORKERS_GONE
+
+    stop = threading.Event()
+
+    def watch():
+        since = None
+        while not stop.wait(every):
+            if owned.workers:
+                since = None
+                continue
+            since = since or time.monotonic()
+            if time.monotonic() - since >= NO_WORKERS_S:
+                try:
+                    client.cancel([Future(k, client) for k in list(client.futures)], force=True, msg=WORKERS_GONE)
+                except Exception:  # noqa: BLE001 - a client closing meanwhile: nothing left to wait for
+                    pass
+                return
+
+    thread = threading.Thread(target=watch, name="distconv-workers-watch", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
 
 
 def _worker_processes(cfg: dict) -> bool:
@@ -133,6 +180,8 @@ def _worker_processes(cfg: dict) -> bool:
     return cfg["processes"] or resolve_type(cfg) == "cuda"
 
 
+CLOSE_WAIT_S = 30.0  # longest a command waits for its cluster to close
+NO_WORKERS_S = 10.0  # a command's local cluster without any worker this long has lost them for good
 FEED_WAIT_S = 1.0  # longest a closing cluster waits for a finished progress bar's stream to end
 
 

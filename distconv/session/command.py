@@ -141,12 +141,20 @@ def _checked_run(args: RunArgs, current: list, started: float, handed_start: flo
                 print(f"distconv: report: {write_run_report(report_dir, summaries)}", flush=True)
     except (workflow.WorkflowError, ClusterConfigError) as e:
         return problem(str(e))  # found only once the cluster is up (device: gpu on workers without one)
-    except Exception:  # noqa: BLE001 - not the user's input: say so, keep the traceback
-        import traceback
+    except Exception as e:  # noqa: BLE001 - what the user can act on, else our bug with its traceback
+        from .failures import explain
+        from .interrupt import current_log
 
-        print("distconv: internal error (not a problem with the workflow file; please report "
-              "it with the traceback below):\n" + traceback.format_exc().rstrip(), file=sys.stderr, flush=True)
-        return INTERNAL
+        wf = next((t[1] for t in todo if t[0] == current[0]), None)
+        source = wf and (f"{wf.input['path']}/{wf.input['variable']}" if wf.input.get("variable") else wf.input["path"])
+        try:
+            cfg = load_config(cluster_path)
+        except ClusterConfigError:  # changed since the check: the text then names no limit
+            cfg = None
+        code, text = explain(e, input_path=source, output=wf and str(wf.outputs["path"]), cluster=cfg,
+                             log=current_log())
+        print(f"distconv: {text}", file=sys.stderr, flush=True)
+        return code
     if json_path:  # with distconv's mark: the next run may replace it, nothing else is replaced
         write_json(json_path, summaries[0] if len(workflow_paths) == 1 else summaries, indent=1)
     return 0
@@ -255,8 +263,9 @@ def interrupted(workflow_path):
     """Ctrl-C: one line, no traceback, exit 130 (the cluster has stopped its workers quietly).
     The process ends here: a KeyboardInterrupt raised again during interpreter shutdown (a
     signal that arrived while the first was handled) made it die of SIGINT instead."""
-    print(f"distconv: interrupted; finished blocks are kept: run again with --resume to "
-          f"write only the rest ({workflow_path})", file=sys.stderr, flush=True)
+    from .failures import interrupted_text
+
+    print(f"distconv: {interrupted_text(workflow_path)}", file=sys.stderr, flush=True)
     end_process(INTERRUPTED)
 
 

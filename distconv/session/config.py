@@ -90,7 +90,47 @@ def _problems(config) -> list[str]:
             problems.append("cluster key 'tls' must be a mapping with ca_file, cert, key")
     if not isinstance(cfg["processes"], bool):
         problems.append(f"cluster key 'processes' must be true or false, got {cfg['processes']!r}")
+    if cfg["type"] != "address":  # a running scheduler's workers have their own limits
+        problems += _memory_problems(cfg["memory_limit"])
     return problems
+
+
+MIN_MEMORY_LIMIT = 512 * 10**6  # a worker process takes about 250 MB before its first block
+
+
+def memory_limit_bytes(value) -> int | None:
+    """A worker's memory limit in bytes as distributed reads the key (a size such as '4GB', a
+    number of bytes, or a fraction of this machine's memory); None for 'auto' and no limit
+    (none, 0). Raises ValueError for a value that is none of these."""
+    if value is None or value == "auto" or (not isinstance(value, bool) and value == 0):
+        return None
+    if isinstance(value, bool):
+        raise ValueError(value)
+    if isinstance(value, float) and 0 < value <= 1:
+        from distributed.system import MEMORY_LIMIT
+
+        return int(value * MEMORY_LIMIT)
+    if isinstance(value, (int, float)) and value > 1:
+        return int(value)
+    if isinstance(value, str):
+        from dask.utils import parse_bytes
+
+        return parse_bytes(value)
+    raise ValueError(value)
+
+
+def _memory_problems(value) -> list[str]:
+    """Why ``memory_limit`` cannot work for a local cluster's workers: not a size, or too small
+    for a worker to run a block (distributed restarts such a worker without end)."""
+    try:
+        n = memory_limit_bytes(value)
+    except (ValueError, TypeError):
+        return [f"cluster key 'memory_limit' is {value!r}; give a size per worker such as '4GB', a fraction "
+                f"of this machine's memory such as 0.5, 'auto' or none (no limit)"]
+    if n is not None and n < MIN_MEMORY_LIMIT:
+        return [f"cluster key 'memory_limit' is {value!r} ({n / 1e6:.3g} MB per worker); a worker needs at least "
+                f"{MIN_MEMORY_LIMIT // 10**6} MB (about 250 MB before its first block), more for large blocks"]
+    return []
 
 
 def resolve_type(cfg: dict) -> str:

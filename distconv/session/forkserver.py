@@ -5,8 +5,9 @@ multiprocessing keeps one forkserver per process, with one preload list, and dis
 starts workers through it by name (``distributed.worker.multiprocessing-method``). So the
 server is only used when no one else's runs; its preload list is ours for the moment the server
 starts (the list counts only then) and given back after; it ends once the clusters that use it
-have closed (``serving``), which gives back the preload list as it was (distributed sets its own
-when it first forks). multiprocessing has no public way to ask whether its server runs or to
+have closed (``serving``), which gives back the preload list as it was, and distributed's mark that
+it set its own (it sets it when it first forks: left set, distributed would not set its list again
+for a server started later). multiprocessing has no public way to ask whether its server runs or to
 end it: the few private attributes that tell are read here only, and where a Python lacks them
 no server is started (the workers spawn as dask starts them by default).
 """
@@ -71,7 +72,7 @@ def start(modules, env: dict) -> bool:
             if main:
                 signal.signal(signal.SIGINT, handler)
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        _ours = {"previous": previous, "holders": 0}
+        _ours = {"previous": previous, "holders": 0, "flag": _preload_flag()}
         return True
 
 
@@ -114,4 +115,16 @@ def _stop():
                 os.kill(pid, signal.SIGTERM)  # Python's default for it: end without finalizing
             server._stop()  # closes its pipe, reaps it, forgets it: a later cluster starts a new one
         server.set_forkserver_preload(_ours["previous"])
+    if _ours["flag"] is not None:  # distributed sets its own preload list again when it next forks
+        import distributed.utils
+
+        distributed.utils._forkserver_preload_set = _ours["flag"]
     _ours = None
+
+
+def _preload_flag():
+    """distributed's mark that it has set the forkserver's preload list (set as it first starts
+    workers, also through our server), or None where this distributed has none."""
+    import distributed.utils
+
+    return getattr(distributed.utils, "_forkserver_preload_set", None)

@@ -23,12 +23,16 @@ def of_config(cfg: dict):
     tls = cfg.get("tls")
     if not tls:
         return None
+    return _one_for_all(tls.get("ca_file"), tls.get("cert"), tls.get("key"))
+
+
+def _one_for_all(ca, cert, key):
+    """A Security of one certificate and key for every role (client, scheduler, worker), TLS
+    required."""
     from distributed.security import Security
 
-    cert, key = tls.get("cert"), tls.get("key")
-    return Security(tls_ca_file=tls.get("ca_file"), tls_client_cert=cert, tls_client_key=key,
-                    tls_scheduler_cert=cert, tls_scheduler_key=key, tls_worker_cert=cert, tls_worker_key=key,
-                    require_encryption=True)
+    return Security(tls_ca_file=ca, tls_client_cert=cert, tls_client_key=key, tls_scheduler_cert=cert,
+                    tls_scheduler_key=key, tls_worker_cert=cert, tls_worker_key=key, require_encryption=True)
 
 
 def for_cluster(cfg: dict):
@@ -72,11 +76,7 @@ def write(security, folder: Path) -> Path:
 def read(folder) -> object:
     """The Security of the credentials ``write`` put in ``folder`` (one certificate for every
     role, as ``Security.temporary`` makes it)."""
-    from distributed.security import Security
-
-    ca, cert, key = (str(Path(folder) / name) for name in FILES.values())
-    return Security(tls_ca_file=ca, tls_client_cert=cert, tls_client_key=key, tls_scheduler_cert=cert,
-                    tls_scheduler_key=key, tls_worker_cert=cert, tls_worker_key=key, require_encryption=True)
+    return _one_for_all(*(str(Path(folder) / name) for name in FILES.values()))
 
 
 def remove(folder):
