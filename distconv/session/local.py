@@ -126,10 +126,11 @@ def running(cfg: dict, security=None, fork: bool = False, close_timeout: float |
     when given); ``fork``: its workers fork from the server that forkserver.py started (for
     this start only: a restarted worker spawns).
     What the start put in this process's environment (LocalCUDACluster sets a variable there)
-    is given back once the cluster has closed, where the block left it as the start set it."""
+    and the top-level keys it added to dask's config (dask_cuda adds its UCX settings) are
+    given back once the cluster has closed, where the block left them as the start set them."""
     import dask
 
-    before = dict(os.environ)
+    before, config_before = dict(os.environ), set(dask.config.config)
     try:
         with dask.config.set({START_METHOD_KEY: "forkserver"}) if fork else contextlib.nullcontext(), \
                 _port_taken_said(cfg["dashboard_address"]):
@@ -138,6 +139,7 @@ def running(cfg: dict, security=None, fork: bool = False, close_timeout: float |
         _give_back(before, dict(os.environ))
         raise
     started = dict(os.environ)
+    added = {k: dask.config.config[k] for k in set(dask.config.config) - config_before}
     try:
         yield owned
     finally:
@@ -151,6 +153,9 @@ def running(cfg: dict, security=None, fork: bool = False, close_timeout: float |
             _end_workers(owned)
         finally:
             _give_back(before, started)
+            for key, value in added.items():
+                if dask.config.config.get(key, object()) is value:
+                    del dask.config.config[key]
 
 
 def _end_workers(owned):
