@@ -296,3 +296,22 @@ def test_an_overwrite_keeps_a_stopped_runs_unconfirmed_writes_on_record(tmp_path
     mark = json.loads(Path(out, OWNER).read_text())
     assert mark["run"] == second.run and mark["unsettled"] == recorded
     fencing.stop(second)
+
+
+def test_an_overwrite_leaves_no_empty_mark_folder_a_stopped_run_made(tmp_path):
+    """A stopped run's block that did not land took its file from the aside folder but left the
+    folder (other blocks shared it): --overwrite removes such empty folders of distconv's, at the
+    top and in a dataset's arrays, so zarr does not read them as unknown nodes."""
+    out = str(tmp_path / "o.zarr")
+    c = ownership.claim(out)
+    marks.record_entries(out, ["t"])  # a dataset's array, as the runner records it
+    Path(out, BLOCKS).mkdir()
+    Path(out, "t", BLOCKS).mkdir(parents=True)
+    with pytest.raises(marks.Superseded):
+        with fencing.block_write(c, str(Path(out, "t")), "0-1") as aside:
+            Path(aside(str(Path(out, "t", "c", "0")))).write_bytes(b"late")
+            fencing.stop(c)
+    assert Path(out, "t", ASIDE).is_dir()  # empty, as a stopped run leaves it
+    ownership.claim(out, overwrite=True)
+    assert not Path(out, "t", ASIDE).exists() and not Path(out, "t", BLOCKS).exists()
+    assert not Path(out, BLOCKS).exists()
