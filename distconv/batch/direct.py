@@ -137,7 +137,7 @@ def bins_of(wf: Workflow, dtype):
     hist = wf.outputs.get("histogram")
     if not hist:
         return None, (None, True)
-    from ..ops.histograms import planned_edges
+    from ..ops.bin_edges import planned_edges
 
     edges, kernel_edges, uniform = planned_edges(dtype, hist.get("bins", 256), hist.get("range"))
     return edges, (kernel_edges, uniform)

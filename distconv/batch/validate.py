@@ -106,7 +106,7 @@ def _for_yaml(msg: str) -> str:
 
 
 def _histogram(spec: dict, dtype) -> list:
-    from ..ops.histograms import bin_edges
+    from ..ops.bin_edges import bin_edges
 
     if dtype.kind == "c":
         return [f"outputs.histogram: the steps' result is {dtype} (complex input), and a histogram counts "

@@ -12,11 +12,9 @@ import numpy as np
 
 from .. import backends
 from ..core import checks
-from ..core.arrays import to_host
 from ..core.ops import FAN_IN
 from . import docs
-from .reductions import max as _max
-from .reductions import min as _min
+from .bin_edges import bin_edges, check_range, edge_dtype, finite_range
 
 
 def _data(x, name="x"):
@@ -54,90 +52,6 @@ def check_weight_dims(weights, obj):
             raise ValueError(f"weights cover only part of dim {d!r}: {covered} of its {n} values have a weight; "
                              f"give every value of {d!r} a weight (the rest would count as NaN)")
     return weights
-
-
-def _finite_range(x, why: str = "histogram without range computes the min and max of the data now (a full "
-                                 "pass over the input; NaN is left out, as it falls in no bin); pass "
-                                 "range=(lo, hi) to stay lazy", of: str = "the data"):
-    """The autodetected range: (min, max) of the data's values but NaN (missing data, which
-    falls in no bin), numpy's where no value is NaN; numpy's ValueError where that range is not
-    finite (the data hold +inf or -inf). ``why``: the warning a dask input gets, since this
-    computes; ``of``: the data, as the error names them."""
-    if x.size == 0:
-        return 0, 1
-    if np.dtype(x.dtype).kind == "f":  # NaN (a masked land, a gap) does not stretch the range
-        nan = np.isnan(x)
-        lo, hi = _min(np.where(nan, np.inf, x)), _max(np.where(nan, -np.inf, x))
-    else:
-        lo, hi = _min(x), _max(x)
-    if checks.array_kind(x) == "dask":
-        import dask
-
-        checks.warn_user(why)
-        lo, hi = dask.compute(lo, hi)
-    lo, hi = to_host(lo)[()], to_host(hi)[()]  # numpy scalars of the data's dtype, as numpy uses
-    if lo > hi:  # all NaN: nothing to take a range from
-        raise ValueError(f"range=None takes the range from the min and max of {of}, and {of} hold no "
-                         "value but NaN; pass range=(lo, hi)")
-    if not (np.isfinite(lo) and np.isfinite(hi)):  # numpy's error, in its words first
-        raise ValueError(f"autodetected range of [{lo}, {hi}] is not finite: range=None takes the range "
-                         f"from the min and max of {of}, which hold {'-inf' if np.isinf(lo) else 'inf'}; "
-                         "pass a finite range=(lo, hi) (values outside it, inf included, are dropped)")
-    return lo, hi
-
-
-def bin_edges(x, bins=10, range=None):  # noqa: A002 - numpy's name
-    """The edges numpy.histogram would use for ``x`` (a first min/max pass when needed)."""
-    if isinstance(bins, str):
-        raise ValueError(f"bins must be a positive integer or an array of edges, got {bins!r}")
-    if np.ndim(bins) == 0:
-        try:
-            n = operator.index(bins)
-        except TypeError:
-            raise TypeError(f"bins must be an integer or an array of edges, got {bins!r}") from None
-        if n < 1:
-            raise ValueError(f"bins must be a positive integer, got {bins}")
-        if range is not None:
-            lo, hi = _check_range(range)
-        else:
-            lo, hi = _finite_range(x)
-        return np.histogram_bin_edges(np.empty(0, dtype=x.dtype), n, range=(lo, hi)), True
-    edges = to_host(bins) if hasattr(bins, "get") else np.asarray(bins)
-    if edges.ndim != 1 or edges.size < 2:
-        raise ValueError(f"bins as edges must be 1-D with at least 2 values, got shape {edges.shape}")
-    if np.any(edges[:-1] > edges[1:]):
-        raise ValueError("`bins` must increase monotonically, when an array")
-    return edges, False
-
-
-def _check_range(range):  # noqa: A002
-    """(lo, hi) as given: their types decide numpy's edge dtype (a float64 scalar makes float64
-    edges for float32 data, a Python float does not)."""
-    try:
-        lo, hi = range
-        flo, fhi = float(lo), float(hi)
-    except (TypeError, ValueError):
-        raise ValueError(f"range must be a pair (min, max), got {range!r}") from None
-    if not (np.isfinite(flo) and np.isfinite(fhi)):
-        raise ValueError(f"supplied range of [{flo}, {fhi}] is not finite")
-    if flo > fhi:
-        raise ValueError(f"max must be larger than min in range parameter, got {range!r}")
-    return lo, hi
-
-
-def _edge_dtype(x_dtype, edges):
-    e = np.result_type(x_dtype, edges.dtype)
-    return edges.astype(np.float32 if e == np.float32 else np.float64)
-
-
-def planned_edges(dtype, bins, range):  # noqa: A002
-    """(numpy's edges, the edges the kernels bin with, uniform?) for data of ``dtype`` when the
-    edges are known without looking at the data (an explicit range, or explicit edges)."""
-    if np.ndim(bins) == 0 and range is None:
-        raise ValueError("a histogram planned before the data is read needs 'range'")
-    probe = np.empty(0, dtype=dtype)
-    edges, uniform = bin_edges(probe, bins, range)
-    return edges, _edge_dtype(np.dtype(dtype), edges), uniform
 
 
 def _counts(func, arrays, shape, weighted, bins=None):
@@ -228,7 +142,7 @@ def histogram(x, bins=10, range=None, weights=None, density=False):  # noqa: A00
     x = _data(x)
     w = _check_weights(weights, x)
     edges, uniform = bin_edges(x, bins, range)
-    e = _edge_dtype(x.dtype, edges)
+    e = edge_dtype(x.dtype, edges)
     fn = partial(_hist_block, edges=e, uniform=uniform)
     arrays = [x] if w is None else [x, w]
     hist = _counts(fn, arrays, (len(e) - 1,), w is not None, (e, uniform))
@@ -253,7 +167,7 @@ def histogram_along(x, axes, bins=10, range=None, weights=None, density=False): 
     w = _check_weights(weights, x)
     axes = sorted({checks.axis(a, x.ndim) for a in axes})
     edges, uniform = bin_edges(x, bins, range)
-    e = _edge_dtype(x.dtype, edges)
+    e = edge_dtype(x.dtype, edges)
     keep = [a for a in builtins.range(x.ndim) if a not in axes]
     order, nk, nbins = keep + axes, len(keep), len(e) - 1
     fn = partial(_slices_block, nkeep=nk, edges=e, uniform=uniform)
@@ -356,7 +270,7 @@ def bincount(x, weights=None, minlength=0):
     w = _check_weights(weights, x)
     nbins = minlength
     if x.size:
-        lo, hi = _finite_range(x, "bincount computes the input's min and max now (a full pass "
+        lo, hi = finite_range(x, "bincount computes the input's min and max now (a full pass "
                                   "over it): numpy's output size is max(x) + 1")
         if lo < 0:
             raise ValueError(f"x must have no negative elements for bincount, found {lo}")
@@ -446,7 +360,7 @@ def histogram2d(x, y, bins=10, range=None, weights=None, density=False):  # noqa
             n = operator.index(b)
             if n < 1:
                 raise ValueError(f"bins must be positive integers, got {bins!r}")
-            lo, hi = _check_range(r) if r is not None else _finite_range(data, of=name)
+            lo, hi = check_range(r) if r is not None else finite_range(data, of=name)
             if lo == hi:
                 lo, hi = lo - 0.5, hi + 0.5
             edges.append(np.linspace(lo, hi, n + 1))
