@@ -1,11 +1,13 @@
 """What a command pays before its first block: workers that run engine blocks import no
-dask.array, xarray or pandas, and a command plans each workflow's steps once."""
+dask.array, xarray or pandas, and a command plans each workflow's steps once and reads its cluster config once."""
 
 import sys
+import types
 
 import numpy as np
 import pytest
 import scipy.ndimage as ndi
+import yaml
 import zarr
 
 
@@ -30,7 +32,7 @@ def test_workers_run_engine_blocks_without_dask_array(tmp_path):
 
 def test_one_plan_per_workflow_in_a_command(tmp_path, monkeypatch, capsys):
     from distconv.batch import direct
-    from distconv.session import command
+    from distconv.session import command, config
 
     x = np.random.default_rng(1).random((80, 50), dtype=np.float32)
     zarr.create_array(str(tmp_path / "in.zarr"), data=x, chunks=(40, 50))
@@ -46,11 +48,15 @@ def test_one_plan_per_workflow_in_a_command(tmp_path, monkeypatch, capsys):
     planned = []
     real = direct._planned
     monkeypatch.setattr(direct, "_planned", lambda wf: planned.append(wf.name) or real(wf))
+    reads = []  # the cluster config's file, parsed
+    monkeypatch.setattr(config, "yaml", types.SimpleNamespace(
+        YAMLError=yaml.YAMLError, safe_load=lambda text: reads.append(text) or yaml.safe_load(text)))
     params = dict(workflow_paths=paths, cluster_path=str(cluster), overwrite=False, resume=False, no_progress=True,
                   json_path=None, report_dir=None)
     assert command.run(params) == 0, capsys.readouterr().err
     # the identity the output records, the kernel builds and the run all read one plan
     assert sorted(planned) == ["a", "b"], planned
+    assert len(reads) == 1, reads  # the cluster config too: read once, held for the command
     w = np.array([[0, 1, 0], [1, -4, 1], [0, 1, 0]], np.float32)
     for name, sigma in (("a", 1.0), ("b", 2.0)):
         want = ndi.correlate(ndi.gaussian_filter(x, sigma), w, mode="nearest")

@@ -38,13 +38,17 @@ def run(params: dict, handed_start: float | None = None) -> int:
     process's child, when the `distconv run` that handed the run over started (the run is then
     this process's own: it is not handed on)."""
     current = [params["workflow_paths"][0]]
+    try:  # read once for the whole command; a problem is reported with the workflows' by the check
+        cfg, cfg_problem = load_config(params["cluster_path"]), None
+    except ClusterConfigError as e:
+        cfg, cfg_problem = None, str(e)
     try:
-        if handed_start is None:
+        if handed_start is None and cfg is not None:
             # a kept cluster's warm process runs it when there is one for this cluster config
-            code = handoff.forward(params, params["cluster_path"], process_start())
+            code = handoff.forward(params, cfg, process_start())
             if code is not None:
                 return code
-        return _run(RunArgs(**params), current, handed_start)
+        return _run(RunArgs(**params), cfg, cfg_problem, current, handed_start)
     except KeyboardInterrupt:
         interrupted(current[0])
 
@@ -55,15 +59,16 @@ def problem(msg: str) -> int:
     return INPUT
 
 
-def _run(args: RunArgs, current: list, handed_start: float | None) -> int:
+def _run(args: RunArgs, cfg: dict | None, cfg_problem: str | None, current: list,
+         handed_start: float | None) -> int:
     started = handed_start or process_start()
     if args.dry_run:
-        return _dry_run(args)
-    warmed = warm_workers(args.cluster_path)  # the workers' imports run beside this process's and the check
+        return _dry_run(args, cfg, cfg_problem)
+    warmed = cfg is not None and warm_workers(cfg)  # the workers' imports run beside the check
     # a fresh node's kernels built beside the check and the cluster's start, not in the blocks
-    builds = KernelBuilds.start(args.cluster_path) if warmed else None
+    builds = KernelBuilds.start(cfg) if warmed else None
     try:
-        return _checked_run(args, current, started, handed_start, builds)
+        return _checked_run(args, cfg, cfg_problem, current, started, handed_start, builds)
     finally:
         if builds is not None:
             builds.stop()
@@ -71,15 +76,15 @@ def _run(args: RunArgs, current: list, handed_start: float | None) -> int:
             forkserver.release_unheld()
 
 
-def _checked_run(args: RunArgs, current: list, started: float, handed_start: float | None, builds) -> int:
+def _checked_run(args: RunArgs, cfg: dict | None, cfg_problem: str | None, current: list, started: float,
+                 handed_start: float | None, builds) -> int:
     import time
 
     from .. import batch as workflow
     from ..batch.outputs import clash_problems
     from ..engine.paths import write_json
 
-    workflow_paths, cluster_path, report_dir, json_path = (args.workflow_paths, args.cluster_path, args.report_dir,
-                                                           args.json_path)
+    workflow_paths, report_dir, json_path = args.workflow_paths, args.report_dir, args.json_path
     overwrite, resume = args.overwrite, args.resume
     # every workflow file's problems and the cluster file's, reported together before any work
     problems, loaded, todo = [], [], []
@@ -93,10 +98,8 @@ def _checked_run(args: RunArgs, current: list, started: float, handed_start: flo
             todo.append((path, wf, workflow.preflight(wf, overwrite or None, resume, job), job))
         except workflow.WorkflowError as e:
             problems.append(where + str(e))
-    try:
-        load_config(cluster_path)
-    except ClusterConfigError as e:
-        problems.append(str(e))
+    if cfg_problem:
+        problems.append(cfg_problem)
     if json_path:
         problems += _json_problems(json_path, loaded, report_dir)
     if report_dir:
@@ -119,7 +122,7 @@ def _checked_run(args: RunArgs, current: list, started: float, handed_start: flo
     if builds is not None:
         builds.send([t[1] for t in todo])
     try:
-        with cluster(cluster_path) as client:
+        with cluster(cfg) as client:
             cluster_up = time.time()
             built = builds.wait() if builds is not None else None
             if message(built):
@@ -147,10 +150,6 @@ def _checked_run(args: RunArgs, current: list, started: float, handed_start: flo
 
         wf = next((t[1] for t in todo if t[0] == current[0]), None)
         source = wf and (f"{wf.input['path']}/{wf.input['variable']}" if wf.input.get("variable") else wf.input["path"])
-        try:
-            cfg = load_config(cluster_path)
-        except ClusterConfigError:  # changed since the check: the text then names no limit
-            cfg = None
         code, text = explain(e, input_path=source, output=wf and str(wf.outputs["path"]), cluster=cfg,
                              log=current_log())
         print(f"distconv: {text}", file=sys.stderr, flush=True)
@@ -160,7 +159,7 @@ def _checked_run(args: RunArgs, current: list, started: float, handed_start: flo
     return 0
 
 
-def _dry_run(args: RunArgs) -> int:
+def _dry_run(args: RunArgs, cfg: dict | None, cfg_problem: str | None) -> int:
     """`distconv run --dry-run`: the same check as a run (exit 2 with every problem), then what
     each workflow's run would do; no cluster, nothing written."""
     from .. import batch as workflow
@@ -176,11 +175,13 @@ def _dry_run(args: RunArgs) -> int:
             todo.append((wf, workflow.preflight(wf, overwrite or None, resume, job)))
         except workflow.WorkflowError as e:
             problems.append(where + str(e))
-    try:
-        cfg = load_config(args.cluster_path)
-        kind = resolve_type(cfg) if cfg["type"] != "address" else "address"
-    except ClusterConfigError as e:
-        problems.append(str(e))
+    if cfg_problem:
+        problems.append(cfg_problem)
+    else:
+        try:
+            kind = resolve_type(cfg) if cfg["type"] != "address" else "address"
+        except ClusterConfigError as e:
+            problems.append(str(e))
     if problems:
         return problem("; ".join(problems))
     if kind == "address":

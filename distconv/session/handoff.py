@@ -34,14 +34,14 @@ def identity() -> dict:
     return {"python": sys.executable, "package": package}
 
 
-def forward(params: dict, cluster_path, started: float) -> int | None:
+def forward(params: dict, cluster_config, started: float) -> int | None:
     """Run `distconv run` with ``params`` (its parsed arguments) in the kept cluster's warm
     process; returns the run's exit code, or None when there is none for this cluster config
     (run it here)."""
     if not supported():
         return None
     try:
-        cfg = load_config(cluster_path)
+        cfg = load_config(cluster_config)
     except (ClusterConfigError, OSError, ValueError):
         return None  # the run here reports it
     doc = recorded()
