@@ -44,6 +44,8 @@ def write(plan: Plan, dst: str, claim: Claim, client, attrs=None, dims=None, cod
     ``inner_chunks`` when given; results: write flags). ``attrs``/``dims``: the array's attributes and
     dimension names; ``progress``: an engine.Progress shown while the blocks run. Returns the
     computed results."""
+    if plan.job is not None and claim is not None:  # one id an attempt: the claim's names its caches and page
+        plan = dataclasses.replace(plan, job=dataclasses.replace(plan.job, run=claim.run))
     progress = Progress(show=False) if progress is None else progress  # the dashboard's page hears of every job
     progress.begin(client)
     try:

@@ -33,7 +33,7 @@ class Job:
     src_layout: shards.Layout | None = None   # the input's, when its shards can be read directly
     in_dtype: str | None = None  # the input's (layout.dtype is the output's); None: the same
     batches: tuple = ()          # per block (b0, b1, w1): its decode batch b0..b1, its worker's end w1
-    run: str = field(default_factory=lambda: uuid.uuid4().hex)  # names this run's shared edge rows
+    run: str = field(default_factory=lambda: uuid.uuid4().hex)  # the attempt: engine.write sets the claim's run
     in_shape: tuple | None = None  # the input's; None: the output's
     window: tuple = ()           # ((start, stop), ...): the box of the input the output is; (): all of it
     edges_data: bool = False     # halos read the input beyond the window (a region's edges: data)
