@@ -149,6 +149,22 @@ def test_a_damaged_chunk_outside_the_noted_rows_is_still_found(tmp_path):
     assert "'c/0/0'" in failures.explain(e)[1]
 
 
+def test_a_failed_read_of_an_intact_input_is_not_called_damaged_and_keeps_the_blocks(tmp_path):
+    """A read that failed for another reason (a connection reset on object storage) passes
+    through the same codec pipeline: where every chunk decodes, the line says so and keeps the
+    finished blocks (--resume), not --overwrite."""
+    inp = _store(tmp_path, np.ones((256, 200), np.float32))
+    fetch = compile("raise ConnectionResetError('connection reset by peer')",
+                    "/site-packages/zarr/core/codec_pipeline.py", "exec")  # where zarr's reads run
+    try:
+        exec(fetch)
+    except ConnectionResetError as raised:
+        e = raised
+    e.distconv_block = {"input": str(inp), "index": 1, "rows": (128, 256)}
+    code, text = failures.explain(e, input_path=str(inp), output=str(tmp_path / "out.zarr"))
+    assert code == 2 and "damaged" not in text and "--resume" in text and "--overwrite" not in text, text
+
+
 def test_a_large_cluster_log_is_set_aside_as_the_next_command_starts(tmp_path, monkeypatch):
     from distconv.session import interrupt
 

@@ -49,12 +49,18 @@ def explain(exc: BaseException, *, input_path: str | None = None, output: str | 
             "make it writable by this user (or choose another outputs.path)"
         return USER, f"{os.strerror(exc.errno).lower()} {what}: {where!r}; {fix}, {RESUME}"
     if source and _is_decode_error(exc):
+        # damaged only where a chunk is found that does not decode: a read that failed for another
+        # reason (a network error on object storage) passes through the same codec pipeline
         rows = block.get("rows")
         chunk = _damaged_chunk(source, rows) or (_damaged_chunk(source) if rows else None)
-        at = f"chunk {chunk} " if chunk else "a chunk "
-        return USER, (f"the input {source!r} cannot be decoded: {at}is damaged "
-                      f"({type(exc).__name__}: {exc}); mend or rewrite it, then run again with --overwrite "
-                      f"(--resume refuses an input changed since the run began)")
+        if chunk:
+            return USER, (f"the input {source!r} cannot be decoded: chunk {chunk} is damaged "
+                          f"({type(exc).__name__}: {exc}); mend or rewrite it, then run again with --overwrite "
+                          f"(--resume refuses an input changed since the run began)")
+        if isinstance(exc, OSError):
+            return USER, (f"reading the input {source!r} or writing the output failed "
+                          f"({type(exc).__name__}: {exc}); every chunk of the input decodes, so this may pass: "
+                          f"{RESUME}")
     return INTERNAL, internal(exc) + (f"\n(the cluster's log: {log})" if log else "")
 
 
