@@ -109,7 +109,8 @@ def _arrays(tmp_path):
 def test_the_stored_input_read_as_json_is_what_zarr_reads(tmp_path):
     for z in _arrays(tmp_path):
         path = str(z.store.root)
-        got, want = source.read_stored(path), source.Stored.of_zarr(z, path)
+        # as zarr-python reads the array back (the array it made may still know the data's byte order)
+        got, want = source.read_stored(path), source.Stored.of_zarr(zarr.open_array(path, mode="r"), path)
         assert got is not None, path
         assert (got.shape, got.dtype, got.chunks, got.shards, got.attrs) == \
                (want.shape, want.dtype, want.chunks, want.shards, want.attrs), path
@@ -117,6 +118,31 @@ def test_the_stored_input_read_as_json_is_what_zarr_reads(tmp_path):
         assert source.dims_of(got.meta) == source.dims_of(want.meta), path
         assert source.pipeline_of(path, got.meta) == source.pipeline_of(path, want.meta), path
         assert (source._plain(got.meta) and source._zarrs_refuses(path, got.meta)) in (False, None), path
+
+
+def test_a_big_endian_v3_input_has_the_data_type_zarr_reports(tmp_path):
+    """In Zarr v3 the byte order is the bytes codec's, not the data type's: the check and the
+    output's identity see the data type zarr-python reports (a big-endian int16 is int16)."""
+    z = zarr.create_array(str(tmp_path / "be.zarr"), shape=(8, 6), chunks=(4, 6), dtype="int16",
+                          serializer=zarr.codecs.BytesCodec(endian="big"))
+    path = str(tmp_path / "be.zarr")
+    got, want = source.read_stored(path), source.Stored.of_zarr(zarr.open_array(path, mode="r"), path)
+    assert got.dtype == want.dtype == np.dtype("int16") and z.dtype == np.dtype("int16"), (got.dtype, want.dtype)
+
+
+def test_an_input_rewritten_after_its_plan_is_refused_by_the_blocks(tmp_path):
+    """The job carries the digest of the metadata its plan read: an input rewritten in place
+    between the check and the blocks (other chunks) is refused, not read with the old layout."""
+    from distconv.core.stencil import identity
+    from distconv.engine.plan import plan_job
+
+    path = str(tmp_path / "in.zarr")
+    zarr.create_array(path, data=np.ones((64, 8), np.float32), chunks=(16, 8))
+    stored = source.read_stored(path)
+    zarr.create_array(path, data=np.ones((64, 8), np.float32), chunks=(32, 8), overwrite=True)
+    job = plan_job(stored, str(tmp_path / "out.zarr"), identity(2, "distconv-copy"), False)
+    with pytest.raises(RuntimeError, match="changed after this job was planned"):
+        source.open_source(job.source)
 
 
 def test_an_input_zarr_python_must_read_is_not_read_as_json(tmp_path):

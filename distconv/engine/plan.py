@@ -96,7 +96,8 @@ def plan_job(stored: Stored, dst: str, st: Stencil, gpu: bool, *, scan=None, bin
     src_layout = shards.layout_of(src_meta, shape, dtype)
     return Job(str(src), str(dst), st, layout, rows, bins[0], bins[1], gpu, src_layout,
                in_dtype=np.dtype(dtype).str, in_shape=tuple(shape), window=tuple(map(tuple, window)),
-               edges_data=bool(window) and edges_data, scan=scan, source=describe(str(src), src_meta))
+               edges_data=bool(window) and edges_data, scan=scan,
+               source=describe(str(src), src_meta, stored.meta_digest))
 
 
 BLOCKS_PER_WORKER = 8  # on CPUs, where the data allow: progress moves and --resume keeps work

@@ -73,7 +73,9 @@ class Stored:
     """A stored Zarr array as its metadata says, nothing opened: what a plan reads of its input.
     ``dtype`` is as stored (any byte order); ``chunks`` its chunks (a sharded array's inner
     ones), ``shards`` its shards or None; ``meta`` its metadata document
-    (``zarr.Array.metadata.to_dict()``'s keys), ``attrs`` its attributes."""
+    (``zarr.Array.metadata.to_dict()``'s keys), ``attrs`` its attributes; ``meta_digest`` the
+    digest of the metadata as read here, so a job planned from it refuses an input rewritten
+    since (a later read would describe the new array under the old plan)."""
 
     path: str
     shape: tuple
@@ -82,12 +84,14 @@ class Stored:
     shards: tuple | None
     meta: dict
     attrs: dict
+    meta_digest: str | None = None
 
     @classmethod
     def of_zarr(cls, z, path: str) -> Stored:
         """The description of the opened zarr.Array ``z`` that lives at ``path``."""
+        meta = z.metadata.to_dict()
         return cls(str(path), tuple(z.shape), np.dtype(z.dtype), tuple(z.chunks), getattr(z, "shards", None),
-                   z.metadata.to_dict(), dict(z.attrs))
+                   meta, dict(z.attrs), digest(metadata_document(str(path)) or meta))
 
 
 # Zarr v3 data types read here without zarr (any other: zarr-python reads the metadata)
@@ -116,7 +120,7 @@ def _stored_of(path: str, doc: dict) -> Stored | None:
         dt = np.dtype(doc["dtype"])
         if dt.fields is not None or dt.kind not in "biufc":
             return None
-        return Stored(path, shape, dt, tuple(doc["chunks"]), None, doc, attrs)
+        return Stored(path, shape, dt, tuple(doc["chunks"]), None, doc, attrs, digest(doc))
     grid = doc.get("chunk_grid") or {}
     if doc.get("node_type") != "array" or grid.get("name") != "regular" or doc.get("data_type") not in _V3_TYPES:
         return None
@@ -124,12 +128,10 @@ def _stored_of(path: str, doc: dict) -> Stored | None:
     if len(codecs) == 1 and codecs[0].get("name") == "sharding_indexed":
         shards, codecs = chunks, codecs[0]["configuration"].get("codecs") or []
         chunks = tuple(doc["codecs"][0]["configuration"]["chunk_shape"])
-    endian = next(((c.get("configuration") or {}).get("endian", "little") for c in codecs
-                   if c.get("name") == "bytes"), "little")
+    # in v3 the byte order is the bytes codec's (``meta`` keeps it for the shard reader), not the
+    # data type's: zarr-python reports the data type in native order, and so does this
     dt = np.dtype(doc["data_type"])
-    if dt.itemsize > 1:
-        dt = dt.newbyteorder(">" if endian == "big" else "<")
-    return Stored(path, shape, dt, chunks, shards, doc, attrs)
+    return Stored(path, shape, dt, chunks, shards, doc, attrs, digest(doc))
 
 
 def metadata_document(path: str) -> dict | None:
@@ -175,12 +177,13 @@ def native(dtype) -> np.dtype:
     return dt if dt.isnative else dt.newbyteorder("=")
 
 
-def describe(path: str, meta: dict) -> Source:
+def describe(path: str, meta: dict, meta_digest: str | None = None) -> Source:
     """The view a job planned now has of the Zarr array at ``path`` whose metadata document is
-    ``meta`` (``zarr.Array.metadata.to_dict()``)."""
+    ``meta`` (``zarr.Array.metadata.to_dict()``); ``meta_digest``: its digest as the plan read it
+    (else of the metadata as it is now)."""
     pipeline, why = pipeline_of(path, meta)
-    return Source(str(path), digest(metadata_document(str(path)) or meta), stamp(path), pipeline, why,
-                  dims_of(meta))
+    return Source(str(path), meta_digest or digest(metadata_document(str(path)) or meta), stamp(path), pipeline,
+                  why, dims_of(meta))
 
 
 def digest(meta: dict) -> str:
