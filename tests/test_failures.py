@@ -141,6 +141,20 @@ def test_ctrl_c_after_the_run_finished_says_the_output_is_complete_not_resume(tm
     assert "after the run finished" in text and "is complete" in text and "--resume" not in text, text
 
 
+def test_ctrl_c_before_a_new_run_claims_an_old_complete_output_does_not_call_it_complete(tmp_path):
+    """An output completed by an earlier command (here: another process's), interrupted before
+    this command's run claimed it: not "complete" (it is the older run's output)."""
+    _store(tmp_path, np.ones((64, 200), np.float32))
+    wf = tmp_path / "wf.yaml"
+    wf.write_text(yaml.safe_dump({"input": {"path": "in.zarr"}, "steps": [{"op": "gaussian_filter", "sigma": 1.0}],
+                                  "outputs": {"path": "out.zarr"}}))
+    done = subprocess.run([sys.executable, "-c", "import sys; from distconv import batch; "
+                           f"batch.run(batch.load({str(wf)!r}), progress=False)"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    text = failures.interrupted_text(str(wf))
+    assert "is complete" not in text and "--resume" in text, text
+
+
 def test_a_damaged_chunk_outside_the_noted_rows_is_still_found(tmp_path):
     inp = _store(tmp_path, np.ones((256, 200), np.float32))
     _damage(inp / "c" / "0" / "0")

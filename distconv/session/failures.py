@@ -175,12 +175,17 @@ def interrupted_text(workflow_path: str) -> str:
     """Ctrl-C's one line: what to do, or that the output is complete already (a command that
     was still closing its cluster after the run finished)."""
     try:
-        from ..batch import load
-        from ..engine.marks import finished
+        import socket
 
-        output = load(workflow_path).outputs["path"]
-        if finished(str(output)):
-            return f"interrupted after the run finished: {str(output)!r} is complete ({workflow_path})"
+        from ..batch import load
+        from ..engine.marks import finished, owner
+
+        output = str(load(workflow_path).outputs["path"])
+        doc = owner(output)
+        # complete by this command's own run (its lease names this process), not an older one
+        ours = doc.get("pid") == os.getpid() and doc.get("host") == socket.gethostname()
+        if ours and finished(output, doc):
+            return f"interrupted after the run finished: {output!r} is complete ({workflow_path})"
     except Exception:  # noqa: BLE001 - the workflow as it is now cannot be read: the general line
         pass
     return (f"interrupted; finished blocks are kept: run again with --resume to write only the rest "
