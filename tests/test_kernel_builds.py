@@ -114,9 +114,10 @@ def test_the_kernel_log_says_which_process_loaded_which_kernel(tmp_path, monkeyp
 
 
 def test_blocks_run_scipy_while_a_live_compile_is_marked(tmp_path, monkeypatch):
-    """kernel_cache.COMPILING names the compiling process: while it lives, reason() sends the blocks
-    to scipy; a marker of this process itself (the compile's own calls) or of an ended one
-    counts for nothing; the mark is gone once its block ends."""
+    """kernel_cache.COMPILING is locked by the compiling process: while it holds it, reason() sends
+    the blocks to scipy; a marker of this process itself (the compile's own calls), or one no
+    process holds (a killed compile's, whatever process has its pid now), counts for nothing;
+    the mark is gone once its block ends."""
     import os
 
     from distconv.backends.numpy import compiled, kernel_cache
@@ -127,11 +128,23 @@ def test_blocks_run_scipy_while_a_live_compile_is_marked(tmp_path, monkeypatch):
         marker = os.path.join(kernel_cache.cache_dirs()[0], kernel_cache.COMPILING)
         assert open(marker).read() == str(os.getpid()) and not kernel_cache.compiling()
     assert not os.path.exists(marker)
-    for pid, live in ((os.getppid(), True), (2 ** 22 + 17, False)):
+    # a marker left by a compile that was killed: its pid may belong to a live process since
+    for pid in (os.getppid(), 2 ** 22 + 17):
         with open(marker, "w") as f:
             f.write(str(pid))
-        assert kernel_cache.compiling() is live
-        assert (compiled.reason("linear", "f4") is not None) is live
+        assert not kernel_cache.compiling() and compiled.reason("linear", "f4") is None
+    # a compile under way in another process holds the marker's lock
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys, time\n"
+                               f"f = open({marker!r}, 'w'); fcntl.flock(f, fcntl.LOCK_EX)\n"
+                               "f.write(str(os.getpid())); f.flush(); print('held', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert kernel_cache.compiling() and compiled.reason("linear", "f4") is not None
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not kernel_cache.compiling()
     os.remove(marker)
 
 
@@ -166,6 +179,14 @@ def test_no_second_compile_while_one_runs(tmp_path, monkeypatch):
     monkeypatch.setattr(kernel_cache, "cached_here", lambda: False)
     assert not builds.compiled_here()
     os.makedirs(kernel_cache.cache_dirs()[0])
-    with open(os.path.join(kernel_cache.cache_dirs()[0], kernel_cache.COMPILING), "w") as f:
-        f.write(str(os.getppid()))  # a live process's
-    assert builds.compiled_here()
+    marker = os.path.join(kernel_cache.cache_dirs()[0], kernel_cache.COMPILING)
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, time\n"  # a compile under way
+                               f"f = open({marker!r}, 'w'); fcntl.flock(f, fcntl.LOCK_EX)\n"
+                               "f.write(str(os.getpid())); f.flush(); print('held', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert builds.compiled_here()
+    finally:
+        holder.kill()
+        holder.wait()

@@ -187,15 +187,21 @@ def compiling_mark():
     compile the same kernels each."""
     from ..backends.numpy import kernel_cache
 
-    path = None
+    path, mark = None, None
     for folder in kernel_cache.cache_dirs():
         try:
             os.makedirs(folder, exist_ok=True)
-            with open(os.path.join(folder, kernel_cache.COMPILING), "w") as f:
-                f.write(str(os.getpid()))
             path = os.path.join(folder, kernel_cache.COMPILING)
+            mark = open(path, "w")
+            with contextlib.suppress(ImportError):
+                import fcntl
+
+                fcntl.flock(mark, fcntl.LOCK_EX)  # held while this process lives: released if it is killed
+            mark.write(str(os.getpid()))
+            mark.flush()
             break
         except OSError:
+            path, mark = None, None
             continue
     try:
         yield
@@ -203,6 +209,7 @@ def compiling_mark():
         if path is not None:
             with contextlib.suppress(OSError):
                 os.remove(path)
+            mark.close()
 
 
 def compile_workflows(paths) -> dict:

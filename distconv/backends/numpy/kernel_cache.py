@@ -41,22 +41,43 @@ COMPILING = "distconv-compiling"  # the marker, in one of cache_dirs(), of a com
 def compiling() -> bool:
     """Is a compile of the kernels under way on this machine (session.builds, while a first
     run's blocks run)? Its blocks run scipy meanwhile (the same numbers) rather than compile
-    the same kernels again each; a marker whose process ended counts for nothing."""
+    the same kernels again each. The compile holds a lock on its marker: a marker left by one
+    that was killed counts for nothing, whatever process has its pid since."""
     for folder in cache_dirs():
         try:
-            with open(os.path.join(folder, COMPILING)) as f:
-                pid = int(f.read().strip() or 0)
-        except (OSError, ValueError):
+            f = open(os.path.join(folder, COMPILING))
+        except OSError:
             continue
-        if pid <= 0 or pid == os.getpid():
-            continue
+        with f:
+            if held(f):
+                return True
+    return False
+
+
+def held(f) -> bool:
+    """Does another process hold the lock on the open file ``f`` (kernel_cache's marker)? This
+    process's own marker (the compile's own calls) counts for nothing."""
+    try:
+        pid = int(f.read().strip() or 0)
+    except ValueError:
+        return False
+    if pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        import fcntl
+    except ImportError:  # no advisory locks here: the pid written in it, alive
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
-            continue
+            return False
         except OSError:  # alive, another user's
             pass
         return True
+    try:
+        fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    fcntl.flock(f, fcntl.LOCK_UN)
     return False
 
 
