@@ -54,6 +54,23 @@ def test_a_promised_edge_is_waited_for_and_taken_once(client):
     assert not took and waited < 5
 
 
+def _publish_after_the_run_ended():
+    peers = read.PeerEdges()
+    var = peers.promise(KEY, 64)
+    peers.drop("run0")  # the run was stopped while this block ran
+    peers.publish(var, np.arange(8, dtype=np.float64).reshape(2, 4))
+    return var is not None, peers.promise(KEY, 64) is None
+
+
+def test_a_run_dropped_while_its_block_runs_leaves_no_edge_on_the_scheduler(client):
+    """A block that publishes, or promises, after its run was dropped on its worker (stopped)
+    sets nothing that no one would delete."""
+    promised, refused = client.submit(_publish_after_the_run_ended, pure=False).result()
+    assert promised and refused
+    took, _, waited = client.submit(_take, 30.0, pure=False).result()
+    assert not took and waited < 5  # nothing there: neither the promise nor the rows
+
+
 def test_an_edge_never_promised_is_not_waited_for(client):
     took, rows, waited = client.submit(_take, 30.0, pure=False).result()
     assert not took and rows == np.zeros((2, 4)).tolist() and waited < 5

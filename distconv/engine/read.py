@@ -122,6 +122,8 @@ class PeerEdges:
 
         self._lock = threading.Lock()
         self._mine: dict = {}  # run -> the Variables this process set (deleted when it ends)
+        self._ended: set = set()  # runs dropped here: a block still running then hands nothing more
+        self._deleted: set = set()  # names of the Variables drop deleted (not to be set again)
 
     @staticmethod
     def _variable(key):
@@ -139,6 +141,9 @@ class PeerEdges:
     def promise(self, key, nbytes: int):
         """The Variable the edge ``key`` (view, a, b) will be published in, set to "promised";
         None where nothing is handed."""
+        with self._lock:
+            if _run_of(key[0]) in self._ended:  # stopped: nothing would delete a new Variable
+                return None
         var = self._variable(key) if nbytes <= self.MAX_BYTES else None
         if var is None:
             return None
@@ -150,9 +155,12 @@ class PeerEdges:
             self._mine.setdefault(_run_of(key[0]), []).append(var)
         return var
 
-    @staticmethod
-    def publish(var, rows):
-        """The promised edge's ``rows`` (None: this block failed, its neighbour decodes them)."""
+    def publish(self, var, rows):
+        """The promised edge's ``rows`` (None: this block failed, its neighbour decodes them);
+        nothing once its run was dropped here (its Variable is deleted)."""
+        with self._lock:
+            if var.name in self._deleted:
+                return
         value = "failed" if rows is None else {"rows": rows.tobytes(), "shape": list(rows.shape),
                                                "dtype": rows.dtype.str}
         try:
@@ -186,7 +194,9 @@ class PeerEdges:
         """Delete the edges this process published for ``run`` that no neighbour took (each
         deletion a message to the scheduler, sent without waiting)."""
         with self._lock:
+            self._ended.add(run)
             mine = self._mine.pop(run, [])
+            self._deleted.update(var.name for var in mine)
         for var in mine:
             try:
                 var.delete()
