@@ -199,10 +199,18 @@ def settle(path: str, claim: Claim | None):
     folder.remove_files([n for n in names if is_block_file(BLOCKS, n)])
     aside = Location(path).child(ASIDE)
     aside.remove_files([n for n in aside.names() if is_block_file(ASIDE, n)])
-    for f in (folder, aside):
-        if f.is_dir() and not f.names() and not f.url:
-            with contextlib.suppress(OSError):
-                f.local.rmdir()
+    drop_empty_mark_folders(Location(path))
+
+
+def drop_empty_mark_folders(array: Location):
+    """The block-mark and aside folders of the array at ``array`` removed where they are empty
+    (a stopped run's writes took their files, not the folder; zarr would read it as an unknown
+    node). Object stores have no empty folders."""
+    if array.url:
+        return
+    for own in (BLOCKS, ASIDE):
+        with contextlib.suppress(OSError):
+            (array.local / own).rmdir()  # only when empty
 
 
 def _changed_blocks(path: str, folder: Location, names: list) -> list:

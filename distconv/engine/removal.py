@@ -8,11 +8,10 @@ removes nothing when one is not.
 
 from __future__ import annotations
 
-import contextlib
 import json
 
 from . import atomic, marks
-from .fencing import is_block_file
+from .fencing import drop_empty_mark_folders, is_block_file
 from .location import Location
 from .marks import ASIDE, BLOCKS, COMPLETE, OWN_ENTRIES, OWNER, REMOVING, OutputError
 
@@ -101,17 +100,7 @@ def remove_owned(output: str, key: str = "outputs.path", lease: dict | None = No
     ordered = sorted((f for f in files if f not in _KEPT), key=stage)
     for s in range(4):
         p.remove_files([f for f in ordered if stage(f) == s])
-    _remove_empty_mark_folders(p)
+    if not p.url and p.is_dir():  # the mark folders a stopped run left empty, at the top and in a dataset's arrays
+        for folder in [p, *(p.child(d.name) for d in p.local.iterdir() if d.is_dir() and not d.is_symlink())]:
+            drop_empty_mark_folders(folder)
     return True
-
-
-def _remove_empty_mark_folders(p: Location):
-    """The block-mark and aside folders a stopped run left empty (its writes that did not land
-    took their files, not the folder other blocks shared), at the top or in a dataset's arrays:
-    zarr would read them as unknown nodes."""
-    if p.url or not p.is_dir():
-        return  # object stores have no empty folders
-    for folder in [p.local, *(d for d in p.local.iterdir() if d.is_dir() and not d.is_symlink())]:
-        for own in (BLOCKS, ASIDE):
-            with contextlib.suppress(OSError):
-                (folder / own).rmdir()  # only when empty
