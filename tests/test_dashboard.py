@@ -106,7 +106,7 @@ def cluster():
     from distconv.engine.dashboard import scheduler_kwargs
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0",
-                      scheduler_kwargs=scheduler_kwargs()) as lc, Client(lc) as client:
+                      scheduler_kwargs=scheduler_kwargs(dashboard=True)) as lc, Client(lc) as client:
         yield lc, client, client.scheduler_info()["services"]["dashboard"]
 
 
@@ -463,5 +463,26 @@ def test_a_scheduler_distconv_starts_keeps_the_board_and_a_users_preloads(cluste
     assert lc.scheduler.plugins[dashboard.PLUGIN].resident
     with dask.config.set({"distributed.scheduler.preload": ["theirs"],
                           "distributed.scheduler.preload-argv": [["--x"]]}):
-        assert dashboard.scheduler_kwargs() == {"preload": ["theirs", "distconv.engine.dashboard"],
-                                                "preload_argv": [["--x"], []]}
+        assert dashboard.scheduler_kwargs(dashboard=False) == {
+            "preload": ["theirs", "distconv.engine.dashboard"], "preload_argv": [["--x"], []], "dashboard": False}
+        assert dashboard.scheduler_kwargs(dashboard=True) == {
+            "preload": ["theirs", "distconv.engine.dashboard", "distconv.engine.dask_pages"],
+            "preload_argv": [["--x"], [], []], "dashboard": False}
+
+
+def test_dasks_own_pages_join_a_scheduler_distconv_starts_once_it_runs(cluster):
+    """The scheduler starts without bokeh's pages (dask_pages.py joins them from a thread): /status
+    and the root's redirect to it are there soon after, beside distconv's page."""
+    import time
+    import urllib.request
+
+    _, _, port = cluster
+    deadline, status = time.monotonic() + 20, None
+    while status != 200 and time.monotonic() < deadline:
+        try:
+            status = urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5).status
+        except OSError:
+            time.sleep(0.1)
+    assert status == 200
+    assert urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).geturl().endswith("/status")
+    assert urllib.request.urlopen(f"http://127.0.0.1:{port}/distconv", timeout=5).status == 200

@@ -320,16 +320,20 @@ def dask_setup(scheduler):
     scheduler.add_plugin(JobBoard(resident=True), name=PLUGIN, idempotent=True)
 
 
-def scheduler_kwargs() -> dict:
+def scheduler_kwargs(dashboard: bool) -> dict:
     """What a scheduler distconv starts is given so that it loads the board as it starts (this
-    module's ``dask_setup``): dask config's scheduler preloads, then this module."""
+    module's ``dask_setup``): dask config's scheduler preloads, then this module; with a
+    ``dashboard``, dask's own pages join it once it runs (dask_pages.py), not in its start."""
     import dask
+
+    from . import dask_pages
 
     preload = dask.config.get("distributed.scheduler.preload", None) or []
     preload = [preload] if isinstance(preload, str) else list(preload)
     argv = list(dask.config.get("distributed.scheduler.preload-argv", None) or [])
     per_preload = list(argv) if argv and not isinstance(argv[0], str) else [argv] * len(preload)
-    return {"preload": [*preload, __name__], "preload_argv": [*per_preload, []]}
+    ours = [__name__, dask_pages.__name__] if dashboard else [__name__]
+    return {"preload": [*preload, *ours], "preload_argv": [*per_preload, *[[]] * len(ours)], "dashboard": False}
 
 
 def register(client) -> bool:

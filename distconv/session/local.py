@@ -39,7 +39,8 @@ def make_cluster(cfg: dict, security=None):
     common["dashboard_address"] = cfg["dashboard_address"]
     from ..engine.dashboard import scheduler_kwargs
 
-    common["scheduler_kwargs"] = scheduler_kwargs()  # distconv's page from the scheduler's start, kept
+    # distconv's page from the scheduler's start, kept; dask's pages once it runs
+    common["scheduler_kwargs"] = scheduler_kwargs(dashboard=bool(cfg["dashboard_address"]))
     protocol = tls.protocol(cfg, security)
     if kind == "cuda":
         from dask_cuda import LocalCUDACluster
