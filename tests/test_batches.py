@@ -152,3 +152,28 @@ def test_a_runs_batches_are_dropped_when_it_ends(tmp_path, monkeypatch):
     n = len(decoded)
     assert reader.take(stopped, 1, z, 10, 26, clock) is None  # read through zarr, if at all
     assert len(decoded) == n
+
+
+def test_reader_threads_are_numbered_within_their_pool(monkeypatch):
+    """Each reader thread of a Reader's pool has a number 0..READERS-1 (its stream's slot, where a
+    worker's warm-up reserved device memory), the same numbers in a second Reader's pool."""
+    import threading
+    import types
+
+    for _ in range(2):
+        seen, go = set(), threading.Barrier(batches.READERS)
+
+        def decode(self, job, src, b0, ticket):
+            go.wait(timeout=10)  # every reader thread busy at once: the pool made all of them
+            seen.add(batches._reader.number)
+            return None, {}
+
+        monkeypatch.setattr(batches.Reader, "_decode", decode)
+        monkeypatch.setattr(batches, "_takers", lambda job, b0, runs=None: 1)
+        reader = batches.Reader()
+        job = types.SimpleNamespace(run="r", src="in.zarr", source=None)
+        futs = [reader._start(job, None, b0) for b0 in range(batches.READERS)]
+        for f in futs:
+            f.result(timeout=20)
+        assert seen == set(range(batches.READERS))
+        assert {batches.reader_slot(k) for k in seen} == {("batch", k) for k in range(batches.READERS)}

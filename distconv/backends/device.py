@@ -102,8 +102,9 @@ class Host:
     def warm_frames(self, frame_nbytes: int, align: int):
         """The codec's first calls, made ahead of the first block's (nothing to warm here)."""
 
-    def reserve(self, nbytes: int):
-        """Memory the blocks will take, taken from the system ahead of them (nothing here)."""
+    def reserve(self, per_stream: dict):
+        """Memory the blocks will take ({slot: bytes}), taken from the system ahead of them
+        (nothing here)."""
 
 
 class Cuda(Host):
@@ -200,16 +201,22 @@ class Cuda(Host):
         encoded = zstd.encode_frames(cupy.zeros(frame_nbytes, cupy.uint8), frame_nbytes, align)
         zstd.decode_frames(*encoded, frame_nbytes, np.uint8)
 
-    def reserve(self, nbytes: int):
-        """Up to half the free device memory taken from the driver and touched once (a fresh
-        allocation's first write is slow: paid here, before the blocks), then kept by cupy's
-        pool."""
+    def reserve(self, per_stream: dict):
+        """Device memory taken from the driver on each stream that will use it ({slot: bytes},
+        the slots of ``turn``), touched once (a fresh allocation's first write is slow: paid
+        here, before the blocks), then kept by cupy's pool, which hands a stream's freed memory
+        to that stream's later allocations only. Up to half the free memory in all."""
         import cupy
 
+        from .cuda import transfer
+
         free, _ = cupy.cuda.runtime.memGetInfo()
-        reserve = cupy.empty(min(nbytes, free // 2), dtype=cupy.uint8)
-        reserve.fill(0)
-        del reserve
+        scale = min(1.0, free / 2 / max(1, sum(per_stream.values())))
+        for slot, nbytes in per_stream.items():
+            with transfer.slot_stream(slot):
+                reserve = cupy.empty(int(nbytes * scale), dtype=cupy.uint8)
+                reserve.fill(0)
+                del reserve
         cupy.cuda.Device().synchronize()
 
 

@@ -30,6 +30,19 @@ KEEP = 8         # batches held per process at most (blocks dask moved to anothe
                  # take theirs): beyond it the oldest is dropped, and decoded again if needed
 
 
+_reader = threading.local()  # a reader thread's number in its pool, 0..READERS-1
+
+
+def _number_reader(numbers):
+    _reader.number = next(numbers)
+
+
+def reader_slot(k: int) -> tuple:
+    """The device slot (its stream) of reader thread ``k``: the same streams in every pool, so
+    the memory a worker's warm-up reserved on them serves each job's batches."""
+    return ("batch", k)
+
+
 def worker_of(i: int, n: int, workers: int) -> int:
     """The worker given block ``i`` of ``n``: contiguous ranges of blocks, one per worker."""
     return i * workers // n
@@ -194,7 +207,8 @@ class Reader:
                 if not (takers or needed):
                     return None
                 if self._pool is None:
-                    self._pool = ThreadPoolExecutor(READERS, thread_name_prefix="distconv-batch")
+                    self._pool = ThreadPoolExecutor(READERS, thread_name_prefix="distconv-batch",
+                                                    initializer=_number_reader, initargs=(itertools.count(),))
                 fut = self._pool.submit(self._decode, job, src, b0, next(self._tickets))
                 entry = self._live[key] = [fut, max(takers, 1), True]
                 while len(self._live) > KEEP:
@@ -246,7 +260,7 @@ class Reader:
             ch = plain_chunks.locate(src, job.src, *span(job, b0))
             if ch is None:
                 return None, {}
-            stream = dev.turn(("batch", threading.get_ident()))
+            stream = dev.turn(reader_slot(getattr(_reader, "number", 0)))  # 0: not a reader thread
             with stream:
                 raw = dev.upload_pieces(*ch.pieces(), PIECES)
         finally:

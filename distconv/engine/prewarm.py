@@ -145,8 +145,9 @@ def warm(imports=(), gpu_imports=(), cpu_imports=()):
             gpu.staging((batches.PIECES, k), (PIECE_BYTES + PIECE_BYTES // 4,), np.uint8, name="pieces")
         gpu.warm_frames(shards.INNER_BYTES, shards.FRAME_ALIGN)
         # the device memory of the batches in flight (each its files and its rows) and of the
-        # blocks' device stages, kept by cupy's pool
-        gpu.reserve(batches.READERS * 2 * settings.batch_bytes() + 4 * settings.io_slots(True) * GPU_CHUNK_BYTES)
+        # blocks' device stages, on the streams they run on
+        gpu.reserve({**{batches.reader_slot(k): 2 * settings.batch_bytes() for k in range(batches.READERS)},
+                     **{slot: 4 * GPU_CHUNK_BYTES for slot in range(settings.io_slots(True))}})
         for slot in range(settings.io_slots(True)):
             gpu.staging(slot, (GPU_CHUNK_BYTES,), np.uint8, name="encoded")
     except Exception:  # noqa: BLE001 - the first blocks pay these costs instead
