@@ -73,6 +73,13 @@ def start(modules, env: dict) -> bool:
                 signal.signal(signal.SIGINT, handler)
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         _ours = {"previous": previous, "holders": 0, "flag": _preload_flag()}
+        if _ours["flag"] is not None:
+            # our server runs: distributed setting its own list as it forks would import its
+            # optional packages (pandas among them) in this process for nothing, on the way to
+            # the first worker
+            import distributed.utils
+
+            distributed.utils._forkserver_preload_set = True
         return True
 
 
