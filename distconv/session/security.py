@@ -44,9 +44,32 @@ def for_cluster(cfg: dict):
         return own
     if cfg["protocol"] not in ("tcp", "tls") or (cfg["type"] != "cuda" and not cfg["processes"]):
         return None
-    from distributed.security import Security
+    return temporary()
 
-    return Security.temporary()
+
+def temporary():
+    """Credentials made in memory for one cluster: one self-signed certificate for every role,
+    as distributed's ``Security.temporary`` makes them, on an elliptic-curve key (its 2048-bit
+    RSA key takes ~0.1 s of the command's one core to make, on the way to the cluster)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "dask-internal")])
+    now = datetime.datetime.now(tz=datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("dask-internal")]), critical=False)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now).not_valid_after(now + datetime.timedelta(days=365))
+            .sign(key, hashes.SHA256()))
+    pem_key = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption()).decode()
+    pem_cert = cert.public_bytes(serialization.Encoding.PEM).decode()
+    return _one_for_all(pem_cert, pem_cert, pem_key)
 
 
 def protocol(cfg: dict, security) -> str:
