@@ -72,14 +72,7 @@ def start(modules, env: dict) -> bool:
             if main:
                 signal.signal(signal.SIGINT, handler)
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        _ours = {"previous": previous, "holders": 0, "flag": _preload_flag()}
-        if _ours["flag"] is not None:
-            # our server runs: distributed setting its own list as it forks would import its
-            # optional packages (pandas among them) in this process for nothing, on the way to
-            # the first worker
-            import distributed.utils
-
-            distributed.utils._forkserver_preload_set = True
+        _ours = {"previous": previous, "holders": 0}  # distributed's mark: read once a cluster uses it
         return True
 
 
@@ -91,6 +84,15 @@ def serving(modules, env: dict):
     if started:
         with _lock:
             _ours["holders"] += 1
+            if "flag" not in _ours:
+                _ours["flag"] = _preload_flag()
+                if _ours["flag"] is not None:
+                    # our server runs: distributed setting its own list as it first forks would
+                    # import its optional packages (pandas among them) in this process for
+                    # nothing, on the way to the first worker
+                    import distributed.utils
+
+                    distributed.utils._forkserver_preload_set = True
     try:
         yield started
     finally:
@@ -122,7 +124,7 @@ def _stop():
                 os.kill(pid, signal.SIGTERM)  # Python's default for it: end without finalizing
             server._stop()  # closes its pipe, reaps it, forgets it: a later cluster starts a new one
         server.set_forkserver_preload(_ours["previous"])
-    if _ours["flag"] is not None:  # distributed sets its own preload list again when it next forks
+    if _ours.get("flag") is not None:  # distributed sets its own preload list again when it next forks
         import distributed.utils
 
         distributed.utils._forkserver_preload_set = _ours["flag"]
