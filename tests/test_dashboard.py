@@ -486,3 +486,39 @@ def test_dasks_own_pages_join_a_scheduler_distconv_starts_once_it_runs(cluster):
     assert status == 200
     assert urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).geturl().endswith("/status")
     assert urllib.request.urlopen(f"http://127.0.0.1:{port}/distconv", timeout=5).status == 200
+
+
+def test_dasks_pages_are_imported_once_the_first_tasks_arrive(monkeypatch):
+    """Not inside the scheduler's start (where a cold command's check and workers need the
+    interpreter): at the first graph, once; dask_setup also sets a timer for a waiting cluster."""
+    from distconv.engine import dask_pages
+
+    began = []
+    monkeypatch.setattr(dask_pages, "_import_then_join", lambda scheduler: began.append(scheduler))
+
+    class Loop:
+        def __init__(self):
+            self.later = []
+
+        def call_later(self, delay, fn):
+            self.later.append((delay, fn))
+
+    class Scheduler:
+        loop, plugins = Loop(), {}
+
+        def add_plugin(self, plugin, name, idempotent):
+            self.plugins[name] = plugin
+
+    s = Scheduler()
+    dask_pages.dask_setup(s)
+    pages = s.plugins[dask_pages.PLUGIN]
+    assert s.loop.later == [(dask_pages.LATER_S, pages.begin)] and not began
+    pages.update_graph(s, client="c", keys=set(), tasks=[], annotations={}, priority={}, stimulus_id="x")
+    pages.update_graph(s, client="c", keys=set(), tasks=[], annotations={}, priority={}, stimulus_id="y")
+    s.loop.later[0][1]()
+    import time
+
+    deadline = time.monotonic() + 10
+    while not began and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert began == [s]
