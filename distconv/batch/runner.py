@@ -10,8 +10,9 @@ from .. import engine
 from ..engine import fencing, marks, ownership, storage
 from ..engine.location import Location, join
 from . import identity, plans
-from .inputs import array_attrs, array_dims, dataset_attrs, ensure_input
+from .inputs import array_attrs, array_dims, dataset_attrs, ensure_input, whole_input
 from .outputs import jsonable
+from .report import dtypes
 from .workflow import Workflow, WorkflowError
 
 
@@ -192,7 +193,9 @@ def _summary(wf: Workflow, client, t0: float, shape, dtype, bytes_in: int, bytes
 
     seconds = time.perf_counter() - t0
     summary = {"workflow": wf.name, "input": wf.input["path"], "output": str(wf.outputs["path"]),
-               "shape": list(shape), "dtype": str(np.dtype(dtype)), "steps": [o for o, _ in wf.steps],
+               # "dtype" is the output's (the steps may change it), "input_dtype" what they read
+               "shape": list(shape), "dtype": str(np.dtype(dtype)),
+               "input_dtype": str(np.dtype(whole_input(wf).dtype)), "steps": [o for o, _ in wf.steps],
                "step_arguments": [jsonable(p) for _, p in wf.steps],
                "bytes_in": bytes_in, "bytes_out": bytes_out, "seconds": round(seconds, 3),
                "GBps": round(bytes_in / seconds / 1e9, 3), "gpu_memory_peak": _gpu_peak(client),
@@ -312,6 +315,6 @@ def format_summary(s: dict) -> str:
     stages = s.get("stage_seconds") or {}
     if stages:
         extra += "\n  stages (s, summed over blocks): " + ", ".join(f"{k} {v:.2f}" for k, v in stages.items())
-    return (f"{s['workflow']}: {' -> '.join(s['steps'])} on {tuple(s['shape'])} {s['dtype']}: "
+    return (f"{s['workflow']}: {' -> '.join(s['steps'])} on {tuple(s['shape'])} {dtypes(s)}: "
             f"{s['bytes_in'] / 1e9:.3f} GB in, {s['bytes_out'] / 1e9:.3f} GB out, "
             f"{s['seconds']:.2f} s, {s['GBps']:.3f} GB/s{peak}{start} -> {s['output']}{extra}")
