@@ -81,6 +81,7 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     # one pipeline: the engine's plan where it takes the workflow, else the general one, then
     # the same claim, dataset frame, compute, finish and summary
     plan = plans.choose(wf, gpu)
+    _memory_check(plan, client)
     shown.phase("plan")
     claim = ownership.claim(str(out_path), overwrite, resume, job=job)
     try:
@@ -113,6 +114,17 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     if shown.page is not None:
         summary["dashboard"] = shown.page  # the job on the scheduler's distconv page
     return _with_files(summary, wf, hist, plan, array_path)
+
+
+def _memory_check(plan, client):
+    """A workers' memory_limit that cannot hold the job's blocks refused before the output is
+    claimed (distributed would restart the workers without end)."""
+    from .memory import memory_problem
+
+    if client is not None and getattr(plan, "job", None) is not None:
+        why = memory_problem(plan.job, client.scheduler_info()["workers"])
+        if why:
+            raise WorkflowError(why)
 
 
 def _array_facts(path: str, variable: str | None = None) -> dict:

@@ -103,14 +103,6 @@ def _limit(cluster: dict | None) -> str:
         return repr(value)
 
 
-def _size(n: float) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
-        if n < 1000:
-            return f"{n:.3g} {unit}"
-        n /= 1000
-    return f"{n:.1f} TB"
-
-
 def _free(path) -> str:
     """', N free' on the disk that holds ``path`` (its nearest existing folder), or ''."""
     import shutil
@@ -122,6 +114,12 @@ def _free(path) -> str:
         return f", {_size(shutil.disk_usage(p).free)} free"
     except OSError:
         return ""
+
+
+def _size(n: float) -> str:
+    from ..batch.memory import size_text  # the batch floor, only once a failure is explained
+
+    return size_text(n)
 
 
 def _inside(path: str, folder: str) -> bool:
