@@ -27,3 +27,4 @@ def test_a_step_that_changes_the_dtype_is_shown_as_read_then_written(tmp_path):
 def test_a_dtype_the_steps_keep_is_named_once(tmp_path):
     s = _run(tmp_path, [{"op": "uniform_filter", "size": 3}])
     assert "uniform_filter on (64, 32) uint8: " in batch.format_summary(s)
+

@@ -176,10 +176,13 @@ def interrupted_text(workflow_path: str) -> str:
         import socket
 
         from ..batch import load
+        from ..engine.location import Location
         from ..engine.marks import finished, owner
 
         output = str(load(workflow_path).outputs["path"])
         doc = owner(output)
+        if not doc and not Location(output).exists():  # stopped before its run claimed it (a synthetic input)
+            return f"interrupted before {output!r} was begun: nothing of it was written; run the same command again"
         # complete by this command's own run (its lease names this process), not an older one
         ours = doc.get("pid") == os.getpid() and doc.get("host") == socket.gethostname()
         if ours and finished(output, doc):
