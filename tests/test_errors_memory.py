@@ -51,3 +51,10 @@ def test_a_run_on_such_workers_is_refused_before_the_output_is_claimed(workflow,
         with pytest.raises(batch.WorkflowError, match="cluster key 'memory_limit' is 400 MB per worker"):
             batch.run(workflow, client, progress=False)
     assert not os.path.exists(tmp_path / "out.zarr")
+
+
+def test_fewer_blocks_in_flight_by_the_io_slots_setting_are_counted(workflow):
+    import dask
+
+    with dask.config.set({"distconv.io-slots": 1}):
+        assert memory_problem(_job(workflow), {"w": {"memory_limit": 400 * 10**6, "nthreads": 8}}) is None

@@ -17,6 +17,7 @@ def memory_problem(job, workers: dict) -> str | None:
     """Why the workers (scheduler_info()'s ``workers``: each one's memory_limit and nthreads)
     cannot run the engine's CPU ``job``, naming the key, the value, the block size and what to
     do; None where they can (or have no limit, or the blocks run on GPUs)."""
+    from ..core import keys
     from ..engine.job import block_bytes
 
     if job is None or job.gpu or not workers or not job.row_blocks:
@@ -26,7 +27,8 @@ def memory_problem(job, workers: dict) -> str | None:
     worst = None
     for w in workers.values():
         limit, threads = int(w.get("memory_limit") or 0), int(w.get("nthreads") or 1)
-        at_once = min(threads, len(job.row_blocks))
+        # a CPU worker runs a block per thread, or per slot where distconv.io-slots sets fewer
+        at_once = min(keys.positive(keys.IO_SLOTS, threads), threads, len(job.row_blocks))
         need = WORKER_BASE + at_once * PER_BLOCK * block
         if limit and need > USABLE * limit and (worst is None or limit < worst[0]):
             worst = (limit, threads, at_once, need)
