@@ -45,7 +45,8 @@ def test_a_derivative_along_an_unevenly_spaced_time_names_the_coordinate(tmp_pat
     s = _run(tmp_path, {"path": "ds.zarr", "variable": "tas"}, [{"op": "derivative", "dim": "time"}])
     assert s["path"] == "general"
     assert s["why_general"] == ("step 1 (derivative) along 'time', whose coordinate is not evenly spaced, takes "
-                                "xarray's differentiate (weights that change along it), not one stencil the engine runs")
+                                "xarray's differentiate (weights that change along it), not one stencil the engine "
+                                "runs")
 
 
 @pytest.fixture

@@ -164,7 +164,8 @@ def _checked_run(args: RunArgs, cfg: dict | None, cfg_problem: str | None, curre
     return 0
 
 
-def _failed(json_path: str | None, single: bool, summaries: list, todo: list, path: str, code: int, text: str, offset) -> int:
+def _failed(json_path: str | None, single: bool, summaries: list, todo: list, path: str, code: int, text: str,
+            offset) -> int:
     """A run that failed: --json (when asked for) still written, the runs that finished before
     it, then its own entry (what the terminal said, the exit code and the cluster log's lines of
     the run); returns ``code``."""
