@@ -34,9 +34,6 @@ def why_not(wf: Workflow) -> str | None:
     ops = [OPS[op] for op, _ in wf.steps]
     if not all(op.stencil for op in ops[:-1]) or not (ops[-1].stencil or ops[-1].scan):
         return "a step is neither a stencil nor a scan as the last step"
-    scan = ops[-1].scan
-    if scan and inp.get("region") and region_edges(inp) == "data":
-        return "a scan with input.region_edges: data (its carry starts before the region)"
     hist = wf.outputs.get("histogram")
     if hist and np.ndim(hist.get("bins", 256)) == 0 and hist.get("range") is None:
         return "the histogram has no range (it needs a pass over the result first)"
@@ -64,13 +61,29 @@ def engine_steps(wf: Workflow):
     reason, found = engine.engine_chain(result.data if dataset else result)
     if found is None and unfused is not None:
         reason = unfused
+    region = wf.input.get("region")
+    box = region and region_box(region, result.shape, result.dims if dataset else None)
+    if found is not None and found[3] is not None and region and region_edges(wf.input) == "data":
+        reason = _carry_before(wf, found[3].axis, box, result.dims if dataset else None)
+        found = None if reason else found
     if not dataset:
         return reason, found, None
-    region = wf.input.get("region")
     if region:
-        box = region_box(region, result.shape, result.dims)
         result = result.isel({d: slice(a, b) for d, (a, b) in zip(result.dims, box)})
     return reason, found, result
+
+
+def _carry_before(wf: Workflow, axis: int, box: tuple, dims) -> str | None:
+    """Why the engine cannot scan along ``axis`` inside the region ``box`` of the whole
+    result (input.region_edges: data), or None: its blocks carry from the region's start, the
+    whole result's scan from the array's."""
+    start = box[axis][0]
+    if start == 0:
+        return None
+    name = f"dim {dims[axis]!r}" if dims is not None else f"axis {axis}"
+    i, (op, _) = len(wf.steps), wf.steps[-1]
+    return (f"step {i} ({op}) scans along {name}, which input.region starts at {start}: with input.region_edges: "
+            "data its values carry the whole array's from index 0, which the engine's blocks of the region do not")
 
 
 def planned_steps(wf: Workflow):
@@ -94,24 +107,46 @@ def _planned(wf: Workflow):
         # general path, where it runs, says so as it builds its graph
         warnings.filterwarnings("ignore", message="axis .*: chunks too thin", category=DistconvWarning)
         for i, (op, params) in enumerate(wf.steps, 1):
-            result = step_function(op, dataset)(result, **params)
+            before, result = result, step_function(op, dataset)(result, **params)
             made = declared(result.data if dataset else result, (Stencil, ScanStep))
             if unfused is None and made is None and fusing():
-                unfused = _not_one_stencil(i, op, params)
+                unfused = _not_one_stencil(i, op, params, before)
     return result, unfused
 
 
-def _not_one_stencil(i: int, op: str, params: dict) -> str:
-    """Why step ``i`` (an op the registry calls a stencil) did not make one stencil here, in
-    the workflow's words."""
+def _not_one_stencil(i: int, op: str, params: dict, data) -> str:
+    """Why step ``i`` (an op the registry calls a stencil) did not make one stencil here over
+    ``data`` (what the step took), in the workflow's words."""
+    if np.dtype(data.dtype).kind == "c":
+        return (f"step {i} ({op}) on {np.dtype(data.dtype)} data: the engine's blocks take real data; dask runs "
+                "each step on the complex values")
     if params.get("nan_policy") == "omit":
         return _omit(i, op)
+    uneven = _uneven_coordinate(op, params, data)
+    if uneven:
+        return (f"step {i} (derivative) along {uneven!r}, whose coordinate is not evenly spaced, takes xarray's "
+                "differentiate (weights that change along it), not one stencil the engine runs")
     if OPS[op].scan and params.get("axis") is None:
         return f"step {i} ({op}) with axis: null scans the flattened array, which the engine does not"
     if op == "laplace":
         return (f"step {i} (laplace) over some of the input's dims, or with a mode per dim, is a sum of "
                 "second derivatives, not one stencil the engine runs")
     return f"step {i} ({op}) with these arguments is not one stencil the engine runs"
+
+
+def _uneven_coordinate(op: str, params: dict, data) -> str | None:
+    """The dim a derivative step takes its spacing from, where that dim's coordinate is not
+    evenly spaced (a monthly cftime axis), else None."""
+    if op != "derivative" or not hasattr(data, "dims") or params.get("spacing") is not None:
+        return None
+    from ..ops.named_stencils import _spacing
+
+    dim = params.get("dim")
+    try:
+        h = _spacing(data, dim, params.get("accuracy", 2), params.get("order", 1), params.get("datetime_unit"))
+    except (ValueError, KeyError, TypeError):  # refused by the step itself, with its own words
+        return None
+    return dim if h is None else None
 
 
 def _omit(i: int, op: str) -> str:

@@ -214,7 +214,7 @@ def run_lines(summary: dict, folder, png: str, level: int = 2) -> list[str]:
         if summary.get("seconds") is not None:
             lines.append(f"- time: {summary['seconds']:.2f} s")
         return lines + _step_lines(summary, h) + ["", "No timeline: this run has no blocks of an array job."]
-    lines = [f"- {' -> '.join(summary['steps'])} on {tuple(summary['shape'])} {summary['dtype']}",
+    lines = [f"- {' -> '.join(summary['steps'])} on {tuple(summary['shape'])} {dtypes(summary)}",
              f"- time: {summary['seconds']:.2f} s, {summary['GBps']:.3f} GB/s "
              f"({summary['bytes_in'] / 1e9:.3f} GB in, {summary['bytes_out'] / 1e9:.3f} GB out)"]
     if summary.get("wall_s") is not None:
@@ -265,6 +265,13 @@ def run_lines(summary: dict, folder, png: str, level: int = 2) -> list[str]:
         lines.append("On dask's general path a block is several tasks (its read, each step, its chunk-aligned "
                      "write): each is a bar, and the bytes count at the writes.")
     return lines
+
+
+def dtypes(s: dict) -> str:
+    """The data type a run read, and the one it wrote where the steps changed it ("uint8 ->
+    uint64"): a summary's "dtype" is its output's."""
+    read = s.get("input_dtype") or s["dtype"]
+    return read if read == s["dtype"] else f"{read} -> {s['dtype']}"
 
 
 def code(text) -> str:

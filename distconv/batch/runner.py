@@ -10,8 +10,9 @@ from .. import engine
 from ..engine import fencing, marks, ownership, storage
 from ..engine.location import Location, join
 from . import identity, plans
-from .inputs import array_attrs, array_dims, dataset_attrs, ensure_input
+from .inputs import array_attrs, array_dims, dataset_attrs, ensure_input, whole_input
 from .outputs import jsonable
+from .report import dtypes
 from .workflow import Workflow, WorkflowError
 
 
@@ -80,6 +81,7 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     # one pipeline: the engine's plan where it takes the workflow, else the general one, then
     # the same claim, dataset frame, compute, finish and summary
     plan = plans.choose(wf, gpu)
+    _memory_check(plan, client)
     shown.phase("plan")
     claim = ownership.claim(str(out_path), overwrite, resume, job=job)
     try:
@@ -112,6 +114,17 @@ def run(wf: Workflow, client=None, overwrite: bool | None = None, progress: bool
     if shown.page is not None:
         summary["dashboard"] = shown.page  # the job on the scheduler's distconv page
     return _with_files(summary, wf, hist, plan, array_path)
+
+
+def _memory_check(plan, client):
+    """A workers' memory_limit that cannot hold the job's blocks refused before the output is
+    claimed (distributed would restart the workers without end)."""
+    from .memory import memory_problem
+
+    if client is not None and getattr(plan, "job", None) is not None:
+        why = memory_problem(plan.job, client.scheduler_info()["workers"])
+        if why:
+            raise WorkflowError(why)
 
 
 def _array_facts(path: str, variable: str | None = None) -> dict:
@@ -192,7 +205,9 @@ def _summary(wf: Workflow, client, t0: float, shape, dtype, bytes_in: int, bytes
 
     seconds = time.perf_counter() - t0
     summary = {"workflow": wf.name, "input": wf.input["path"], "output": str(wf.outputs["path"]),
-               "shape": list(shape), "dtype": str(np.dtype(dtype)), "steps": [o for o, _ in wf.steps],
+               # "dtype" is the output's (the steps may change it), "input_dtype" what they read
+               "shape": list(shape), "dtype": str(np.dtype(dtype)),
+               "input_dtype": str(np.dtype(whole_input(wf).dtype)), "steps": [o for o, _ in wf.steps],
                "step_arguments": [jsonable(p) for _, p in wf.steps],
                "bytes_in": bytes_in, "bytes_out": bytes_out, "seconds": round(seconds, 3),
                "GBps": round(bytes_in / seconds / 1e9, 3), "gpu_memory_peak": _gpu_peak(client),
@@ -312,6 +327,6 @@ def format_summary(s: dict) -> str:
     stages = s.get("stage_seconds") or {}
     if stages:
         extra += "\n  stages (s, summed over blocks): " + ", ".join(f"{k} {v:.2f}" for k, v in stages.items())
-    return (f"{s['workflow']}: {' -> '.join(s['steps'])} on {tuple(s['shape'])} {s['dtype']}: "
+    return (f"{s['workflow']}: {' -> '.join(s['steps'])} on {tuple(s['shape'])} {dtypes(s)}: "
             f"{s['bytes_in'] / 1e9:.3f} GB in, {s['bytes_out'] / 1e9:.3f} GB out, "
             f"{s['seconds']:.2f} s, {s['GBps']:.3f} GB/s{peak}{start} -> {s['output']}{extra}")

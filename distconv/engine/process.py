@@ -58,5 +58,15 @@ def release(client, run: str):
         return
     try:
         client.run(end_run, run, on_error="ignore")
+        # what its blocks keep on the scheduler (read.PeerEdges' halo rows), a dead worker's too
+        client.run_on_scheduler(_forget_on_scheduler, str(run))
     except (OSError, TimeoutError):  # the scheduler is gone: its workers, and their state, with it
         pass
+
+
+# the scheduler's metadata entry under which a run's blocks keep what they share, by run
+SCHEDULER_ROOT = "distconv-runs"
+
+
+def _forget_on_scheduler(run: str, dask_scheduler=None):
+    dask_scheduler.task_metadata.get(SCHEDULER_ROOT, {}).pop(run, None)

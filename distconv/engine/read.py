@@ -13,7 +13,7 @@ import numpy as np
 from ..backends.device import device
 from . import batches, chunk_heads, plain_chunks, shards
 from .plan import Job, runs
-from .process import STATE
+from .process import SCHEDULER_ROOT, STATE
 from .source import describe, native, opened, view
 
 
@@ -107,64 +107,73 @@ def decode_into(src, a: int, b: int, dest: np.ndarray):
 
 class PeerEdges:
     """Edge rows handed to a neighbouring block that runs on another worker (EdgeRows hands
-    them within a process), through the scheduler: one small Variable per edge, which says
-    "promised" from the block's start, then holds the rows once its own rows are decoded.
-    A block whose halo rows were promised waits for them (at most twice its own decode), one
-    whose rows were not decodes them from storage, as before; where all blocks start at once
-    (a block or a few a worker) no halo is decoded twice. Outside a dask worker, or for an
-    edge over MAX_BYTES (the scheduler passes these along), nothing is handed."""
+    them within a process), through the scheduler: one entry per edge in its metadata, under
+    the run (ROOT, run, "edges", edge), which says "promised" from the block's start, then holds the
+    rows once its own rows are decoded. A block whose halo rows were promised waits for them
+    (at most twice its own decode), one whose rows were not decodes them from storage, as
+    before; where all blocks start at once (a block or a few a worker) no halo is decoded
+    twice. Asking for an edge never promised costs no error on the scheduler (a Variable's
+    timed-out get logged one with its traceback), and the run's end removes its entries at
+    once (process.release), those of a worker that died too. Outside a dask worker, or for an edge
+    over MAX_BYTES (the scheduler passes these along), nothing is handed."""
 
     MAX_BYTES = 8 << 20
     POLL_S = 0.01
+    ROOT = SCHEDULER_ROOT  # the run's entry, which process.release removes as the run ends
 
     def __init__(self):
         import threading
 
         self._lock = threading.Lock()
-        self._mine: dict = {}  # run -> the Variables this process set (deleted when it ends)
+        self._mine: dict = {}  # run -> the entries this process set (emptied when it ends)
         self._ended: set = set()  # runs dropped here: a block still running then hands nothing more
-        self._deleted: set = set()  # names of the Variables drop deleted (not to be set again)
 
     @staticmethod
-    def _variable(key):
-        import hashlib
-
+    def _client():
         try:
-            from distributed import Variable, get_client, get_worker
+            from distributed import get_client, get_worker
 
             get_worker()
-            client = get_client()
+            return get_client()
         except (ImportError, ValueError):
             return None
-        return Variable("distconv-edge-" + hashlib.sha1(repr(key).encode()).hexdigest()[:32], client=client)
+
+    @classmethod
+    def _entry(cls, key) -> list:
+        import hashlib
+
+        return [cls.ROOT, str(_run_of(key[0])), "edges", hashlib.sha1(repr(key).encode()).hexdigest()[:32]]
 
     def promise(self, key, nbytes: int):
-        """The Variable the edge ``key`` (view, a, b) will be published in, set to "promised";
-        None where nothing is handed."""
+        """The handle of the edge ``key`` (view, a, b), its entry set to "promised"; None where
+        nothing is handed."""
+        run = _run_of(key[0])
         with self._lock:
-            if _run_of(key[0]) in self._ended:  # stopped: nothing would delete a new Variable
+            if run in self._ended:  # stopped: its entries were removed, none is set again
                 return None
-        var = self._variable(key) if nbytes <= self.MAX_BYTES else None
-        if var is None:
+        client = self._client() if nbytes <= self.MAX_BYTES else None
+        if client is None:
             return None
+        entry = self._entry(key)
         try:
-            var.set("promised")
+            client.set_metadata(entry, "promised")
         except Exception:  # noqa: BLE001 - no scheduler to hand it through: neighbours decode
             return None
         with self._lock:
-            self._mine.setdefault(_run_of(key[0]), []).append(var)
-        return var
+            self._mine.setdefault(run, []).append(entry)
+        return client, entry
 
-    def publish(self, var, rows):
+    def publish(self, handle, rows):
         """The promised edge's ``rows`` (None: this block failed, its neighbour decodes them);
-        nothing once its run was dropped here (its Variable is deleted)."""
+        nothing once its run was dropped here (its entry is removed)."""
+        client, entry = handle
         with self._lock:
-            if var.name in self._deleted:
+            if entry[1] in self._ended:
                 return
         value = "failed" if rows is None else {"rows": rows.tobytes(), "shape": list(rows.shape),
                                                "dtype": rows.dtype.str}
         try:
-            var.set(value)
+            client.set_metadata(entry, value)
         except Exception:  # noqa: BLE001 - the neighbour waits its time out and decodes
             pass
 
@@ -173,34 +182,34 @@ class PeerEdges:
         publishes it within ``wait_s``; False otherwise (decode it then)."""
         import time
 
-        var = self._variable(key)
-        if var is None:
+        client = self._client()
+        if client is None:
             return False
-        deadline = time.monotonic() + wait_s
+        entry, deadline = self._entry(key), time.monotonic() + wait_s
         try:
             while True:
-                value = var.get(timeout=0)  # TimeoutError where nothing was promised
+                value = client.get_metadata(entry, None)  # None where nothing was promised
                 if isinstance(value, dict):
                     np.copyto(dest, np.frombuffer(value["rows"], value["dtype"]).reshape(value["shape"]))
-                    var.delete()
+                    client.set_metadata(entry, None)  # taken: its bytes leave the scheduler
                     return True
                 if value != "promised" or time.monotonic() > deadline:
                     return False
                 time.sleep(self.POLL_S)
-        except Exception:  # noqa: BLE001 - not promised, or the scheduler is gone: decode
+        except Exception:  # noqa: BLE001 - the scheduler is gone: decode
             return False
 
     def drop(self, run: str):
-        """Delete the edges this process published for ``run`` that no neighbour took (each
-        deletion a message to the scheduler, sent without waiting)."""
+        """Empty the entries this process set for ``run`` that no neighbour took, and set none
+        again (its blocks still running were stopped)."""
         with self._lock:
             self._ended.add(run)
             mine = self._mine.pop(run, [])
-            self._deleted.update(var.name for var in mine)
-        for var in mine:
+        client = self._client() if mine else None
+        for entry in mine:
             try:
-                var.delete()
-            except Exception:  # noqa: BLE001 - the scheduler is gone, and its variables with it
+                client.set_metadata(entry, None)
+            except Exception:  # noqa: BLE001 - the scheduler is gone, and its metadata with it
                 pass
 
 

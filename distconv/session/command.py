@@ -14,6 +14,7 @@ from . import forkserver, handoff
 from .builds import KernelBuilds, message
 from .cluster import cluster, warm_workers
 from .config import ClusterConfigError, load_config
+from .interrupt import current_log, log_offset, log_since
 
 INPUT, INTERNAL, INTERRUPTED = 2, 1, 130  # exit codes
 
@@ -121,6 +122,7 @@ def _checked_run(args: RunArgs, cfg: dict | None, cfg_problem: str | None, curre
     checked = time.time()
     if builds is not None:
         builds.send([t[1] for t in todo])
+    log = [None]  # where the cluster log stood as the current run began
     try:
         with cluster(cfg) as client:
             cluster_up = time.time()
@@ -128,7 +130,7 @@ def _checked_run(args: RunArgs, cfg: dict | None, cfg_problem: str | None, curre
             if message(built):
                 print(message(built), flush=True)
             for path, wf, _, job in todo:
-                current[0] = path
+                current[0], log[0] = path, log_offset()
                 summary = workflow.run(wf, client, overwrite=overwrite or None, progress=not args.no_progress,
                                        resume=resume, job=job,
                                        startup={"started": started, "check": checked, "cluster": cluster_up})
@@ -137,26 +139,48 @@ def _checked_run(args: RunArgs, cfg: dict | None, cfg_problem: str | None, curre
                     summary["kernel_builds"], built = built, None  # the first run's
                 started = checked = cluster_up = time.time()  # the next one's start-up is its own
                 print(workflow.format_summary(summary), flush=True)
+                if json_path:
+                    summary["log"] = log_since(log[0])  # the cluster's own account of the run
                 summaries.append(summary)
             if report_dir:
                 from ..batch.report import write_run_report
 
                 print(f"distconv: report: {write_run_report(report_dir, summaries)}", flush=True)
     except (workflow.WorkflowError, ClusterConfigError) as e:
-        return problem(str(e))  # found only once the cluster is up (device: gpu on workers without one)
+        # found only once the cluster is up (device: gpu on workers without one)
+        code, text = problem(str(e)), f"error: {e}"
+        return _failed(json_path, len(workflow_paths) == 1, summaries, todo, current[0], code, text, log[0])
     except Exception as e:  # noqa: BLE001 - what the user can act on, else our bug with its traceback
         from .failures import explain
-        from .interrupt import current_log
 
         wf = next((t[1] for t in todo if t[0] == current[0]), None)
         source = wf and (f"{wf.input['path']}/{wf.input['variable']}" if wf.input.get("variable") else wf.input["path"])
         code, text = explain(e, input_path=source, output=wf and str(wf.outputs["path"]), cluster=cfg,
                              log=current_log())
         print(f"distconv: {text}", file=sys.stderr, flush=True)
-        return code
+        return _failed(json_path, len(workflow_paths) == 1, summaries, todo, current[0], code, text, log[0])
     if json_path:  # with distconv's mark: the next run may replace it, nothing else is replaced
         write_json(json_path, summaries[0] if len(workflow_paths) == 1 else summaries, indent=1)
     return 0
+
+
+def _failed(json_path: str | None, single: bool, summaries: list, todo: list, path: str, code: int, text: str,
+            offset) -> int:
+    """A run that failed: --json (when asked for) still written, the runs that finished before
+    it, then its own entry (what the terminal said, the exit code and the cluster log's lines of
+    the run); returns ``code``."""
+    if not json_path:
+        return code
+    from ..engine.paths import write_json
+
+    wf = next((t[1] for t in todo if t[0] == path), None)
+    failed = {"workflow": wf.name if wf else None, "output": wf and str(wf.outputs["path"]), "error": text,
+              "exit_code": code, "log": log_since(offset)}
+    try:
+        write_json(json_path, failed if single else [*summaries, failed], indent=1)
+    except OSError as e:  # the run's own line is what matters: said above
+        print(f"distconv: --json {json_path!r} not written: {e}", file=sys.stderr, flush=True)
+    return code
 
 
 def _dry_run(args: RunArgs, cfg: dict | None, cfg_problem: str | None) -> int:

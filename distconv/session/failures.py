@@ -103,14 +103,6 @@ def _limit(cluster: dict | None) -> str:
         return repr(value)
 
 
-def _size(n: float) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
-        if n < 1000:
-            return f"{n:.3g} {unit}"
-        n /= 1000
-    return f"{n:.1f} TB"
-
-
 def _free(path) -> str:
     """', N free' on the disk that holds ``path`` (its nearest existing folder), or ''."""
     import shutil
@@ -122,6 +114,12 @@ def _free(path) -> str:
         return f", {_size(shutil.disk_usage(p).free)} free"
     except OSError:
         return ""
+
+
+def _size(n: float) -> str:
+    from ..batch.memory import size_text  # the batch floor, only once a failure is explained
+
+    return size_text(n)
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -178,10 +176,13 @@ def interrupted_text(workflow_path: str) -> str:
         import socket
 
         from ..batch import load
+        from ..engine.location import Location
         from ..engine.marks import finished, owner
 
         output = str(load(workflow_path).outputs["path"])
         doc = owner(output)
+        if not doc and not Location(output).exists():  # stopped before its run claimed it (a synthetic input)
+            return f"interrupted before {output!r} was begun: nothing of it was written; run the same command again"
         # complete by this command's own run (its lease names this process), not an older one
         ours = doc.get("pid") == os.getpid() and doc.get("host") == socket.gethostname()
         if ours and finished(output, doc):

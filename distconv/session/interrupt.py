@@ -72,6 +72,36 @@ def current_log():
     return None if changed is None else changed.get("log")
 
 
+LOG_LINES = 2000  # the most lines of the cluster log a run's --json carries (its last ones)
+
+
+def log_offset() -> int | None:
+    """Where this command's cluster log ends now (bytes; the next run's lines start there), or
+    None outside a command."""
+    path = current_log()
+    if path is None:
+        return None
+    try:
+        return os.path.getsize(path)
+    except OSError:  # not written yet (the handler opens it on its first line)
+        return 0
+
+
+def log_since(offset: int | None) -> list[str]:
+    """The cluster log's lines written since ``offset`` (log_offset: this process's and its
+    workers'), the last LOG_LINES of them; [] outside a command."""
+    path = current_log()
+    if path is None or offset is None:
+        return []
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return []
+    return text.splitlines()[-LOG_LINES:]
+
+
 @contextlib.contextmanager
 def command_logs():
     """Inside cli_policy (a command), the cluster's loggers in this process write to the cluster
