@@ -108,3 +108,93 @@ def test_a_failed_check_leaves_no_workers_server(tmp_path, capsys):
     assert command.run(params) == 2 and "sigma" in capsys.readouterr().err
     assert forkserver._ours is None
     assert getattr(mp_forkserver._forkserver, "_forkserver_pid", None) == before
+
+
+def _command_files(tmp_path, sigma="1.0"):
+    x = np.random.default_rng(2).random((64, 40), dtype=np.float32)
+    zarr.create_array(str(tmp_path / "in.zarr"), data=x, chunks=(32, 40))
+    (tmp_path / "wf.yaml").write_text(f"input:\n  path: in.zarr\nsteps:\n  - {{op: gaussian_filter, sigma: {sigma}}}\n"
+                                      "outputs:\n  path: out.zarr\n")
+    (tmp_path / "cluster.yaml").write_text("cluster:\n  type: cpu\n  n_workers: 1\n  threads_per_worker: 1\n"
+                                           "  dashboard_address: '127.0.0.1:0'\n")
+    params = dict(workflow_paths=[str(tmp_path / "wf.yaml")], cluster_path=str(tmp_path / "cluster.yaml"),
+                  overwrite=False, resume=False, no_progress=True, json_path=None, report_dir=None)
+    return x, params
+
+
+@pytest.mark.slow
+def test_a_commands_cluster_starts_beside_its_check(tmp_path, monkeypatch, capsys):
+    """The cluster is started as the command starts and is up while the check is still on its
+    first workflow; the run adopts it."""
+    from distconv import batch
+    from distconv.session import cluster as cl
+    from distconv.session import command, interrupt
+
+    x, params = _command_files(tmp_path)
+    seen, real = [], batch.load
+
+    def load(path):
+        ahead = cl._ahead
+        seen.append(ahead is not None)
+        ahead["thread"].join(120)
+        seen.append("owned" in ahead)  # up before the check has read its workflow
+        return real(path)
+
+    monkeypatch.setattr(batch, "load", load)
+    with interrupt.cli_policy():
+        assert command.run(params) == 0, capsys.readouterr().err
+    assert seen == [True, True] and cl._ahead is None
+    np.testing.assert_allclose(zarr.open_array(str(tmp_path / "out.zarr"))[...], ndi.gaussian_filter(x, 1.0),
+                               rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_a_failed_check_stops_the_cluster_started_beside_it(tmp_path, monkeypatch, capsys):
+    from multiprocessing import forkserver as mp_forkserver
+
+    from distconv.session import cluster as cl
+    from distconv.session import command, forkserver, interrupt
+
+    _, params = _command_files(tmp_path, sigma="-1")
+    started, real = [], cl._start_local
+    monkeypatch.setattr(cl, "_start_local", lambda cfg, stack: started.append(real(cfg, stack)) or started[-1])
+    with interrupt.cli_policy():
+        assert command.run(params) == 2
+    assert "sigma" in capsys.readouterr().err
+    assert len(started) == 1 and started[0].status.name == "closed"  # started, then stopped
+    assert cl._ahead is None and forkserver._ours is None
+    assert getattr(mp_forkserver._forkserver, "_forkserver_pid", None) is None
+    assert not (tmp_path / "out.zarr").exists()
+
+
+@pytest.mark.slow
+def test_killing_a_command_ends_its_cluster(tmp_path):
+    """SIGKILL of `distconv run` while its blocks run (the cluster started beside the check)
+    leaves none of its processes: the workers' server and the workers go with it."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    import psutil
+
+    (tmp_path / "wf.yaml").write_text("input:\n  path: in.zarr\n  synthetic: {shape: [4096, 4096], chunks: [256, 4096]}\n"
+                                      "steps:\n  - {op: median_filter, size: 9}\noutputs:\n  path: out.zarr\n")
+    (tmp_path / "cluster.yaml").write_text("cluster:\n  type: cpu\n  n_workers: 1\n  threads_per_worker: 1\n"
+                                           "  dashboard_address: '127.0.0.1:0'\n")
+    cmd = subprocess.Popen([sys.executable, "-m", "distconv.cli", "run", "wf.yaml", "--cluster", "cluster.yaml"],
+                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        for line in cmd.stdout:  # the synthetic input is written by the cluster's workers
+            if "synthetic input" in line:
+                break
+        family = psutil.Process(cmd.pid).children(recursive=True)
+        assert family, "the command started no processes"
+        os.kill(cmd.pid, signal.SIGKILL)
+        cmd.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in family) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    finally:
+        cmd.kill()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from . import forkserver, handoff
 from .builds import KernelBuilds, message
-from .cluster import cluster, warm_workers
+from .cluster import cluster, release_ahead, start_ahead, warm_workers
 from .config import ClusterConfigError, load_config
 from .interrupt import current_log, log_offset, log_since
 
@@ -66,6 +66,8 @@ def _run(args: RunArgs, cfg: dict | None, cfg_problem: str | None, current: list
     if args.dry_run:
         return _dry_run(args, cfg, cfg_problem)
     warmed = cfg is not None and warm_workers(cfg)  # the workers' imports run beside the check
+    if warmed:
+        start_ahead(cfg)  # and the cluster starts beside it (a failed check stops it)
     # a fresh node's kernels built beside the check and the cluster's start, not in the blocks
     builds = KernelBuilds.start(cfg) if warmed else None
     try:
@@ -73,7 +75,8 @@ def _run(args: RunArgs, cfg: dict | None, cfg_problem: str | None, current: list
     finally:
         if builds is not None:
             builds.stop()
-        if warmed:  # started ahead for a cluster that did not start: ended, as the cluster would have
+        if warmed:  # started ahead for a cluster no run used: ended, as the cluster would have
+            release_ahead()
             forkserver.release_unheld()
 
 

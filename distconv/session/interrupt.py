@@ -107,13 +107,18 @@ def command_logs():
     """Inside cli_policy (a command), the cluster's loggers in this process write to the cluster
     log (cluster_log) instead of the terminal for the block, distributed imported first (it puts
     its terminal handler on as it is imported); elsewhere nothing changes."""
-    if not in_command():
+    changed = _cli.get()
+    if changed is None or changed.get("routed"):  # not a command, or routed by an enclosing block
         yield
         return
     import distributed  # noqa: F401
 
-    with logs_to(cluster_log()):
-        yield
+    changed["routed"] = True
+    try:
+        with logs_to(cluster_log()):
+            yield
+    finally:
+        changed["routed"] = False
 
 
 @contextlib.contextmanager
