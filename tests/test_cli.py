@@ -97,7 +97,7 @@ def test_progress_on_a_pipe_is_a_few_plain_lines(tmp_path):
     assert res.returncode == 0, res.stderr
     lines = [ln for ln in res.stdout.splitlines() if ln.startswith("distconv: wf: ")]
     # a short run: its one closing line (a line every distconv.progress-every seconds before it)
-    assert lines and lines[-1].startswith("distconv: wf: 0.01 of 0.01 MB (1 blocks)") and "\r" not in res.stdout
+    assert lines and lines[-1].startswith("distconv: wf: 0.01 of 0.01 MB (1 block)") and "\r" not in res.stdout
     assert f"json: {tmp_path / 'h.json'}" in res.stdout  # the summary says where outputs went
 
 

@@ -76,3 +76,15 @@ def test_a_scan_along_an_axis_the_region_does_not_cut_before_runs_on_the_engine(
     want = np.cumsum(ndi.gaussian_filter(field, 1.0), axis=axis)[cut]  # the whole array's edges
     assert not np.allclose(want, np.cumsum(ndi.gaussian_filter(field[cut], 1.0), axis=axis))
     np.testing.assert_allclose(zarr.open_array(str(tmp_path / "out.zarr"))[:], want, rtol=1e-5)
+
+
+def test_the_python_face_says_complex_data_are_why_dask_writes_them():
+    import dask.array as da
+    import numpy as np
+
+    import distconv as dc
+    from distconv.engine.chain import stencil_chain
+
+    x = da.from_array(np.ones((20, 20), np.complex64), chunks=10)
+    why, chain = stencil_chain(dc.gaussian_filter(x, 1.0))
+    assert chain is None and why.startswith("the data are complex64: the engine's blocks take real data")

@@ -60,6 +60,9 @@ def stencil_chain(data):
     data, scan = declared(data, ScanStep) or (data, None)
     fused = declared(data, Stencil) if fusing() else None
     if fused is None and scan is None:
+        if getattr(data.dtype, "kind", "") == "c":
+            return (f"the data are {data.dtype}: the engine's blocks take real data, and dask runs each step on "
+                    "the complex values"), None
         if not fusing():
             return "distconv.fuse is off (the engine runs a fused chain of distconv stencils)", None
         return ("its last step is not a distconv stencil or scan but arithmetic, a slice or another dask "
