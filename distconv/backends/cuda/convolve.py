@@ -14,7 +14,7 @@ from . import GRID_YZ, device_constant, guard_memory, loader, separable, target
 from . import histogram as counting
 from .masks import capacity as mask_capacity
 from .masks import slots_for
-from .tile import as_dtype, axis_groups, dc_tile, group_sizes
+from .tile import as_dtype, axis_groups, dc_tile, group_sizes, lead
 from .types import ctype, scalar, taps
 
 MAX_TILED = loader.define("DC_TILED_MAX")  # the register-tiled kernel unrolls mask rows/columns up to this
@@ -254,16 +254,17 @@ def slide_planes(KD: int) -> int:
     return 32 if KD <= 3 else 64
 
 
-def _staged_width(T, KW: int, BX: int, PX: int) -> int:
+def _staged_width(T, KW: int, BX: int, PX: int, lead: int = 0) -> int:
     """Columns of a tile the tiled and sliding kernels stage (their headers' SWP): the last
-    thread's window rounded up to whole 16-byte vectors."""
+    thread's window (from ``lead`` columns early: the sliding kernel's LEAD) rounded up to
+    whole 16-byte vectors."""
     vn = 16 // T.itemsize
-    return (BX - 1) * PX + -(-(PX + KW - 1) // vn) * vn
+    return (BX - 1) * PX + -(-(lead + PX + KW - 1) // vn) * vn
 
 
-def _plane_bytes(T, KH: int, KW: int, BX: int, BY: int, PX: int, PY: int) -> int:
+def _plane_bytes(T, KH: int, KW: int, BX: int, BY: int, PX: int, PY: int, lead: int = 0) -> int:
     """One staged plane of the tiled and sliding kernels (their headers' SH x SWP)."""
-    return (BY * PY + KH - 1) * _staged_width(T, KW, BX, PX) * T.itemsize
+    return (BY * PY + KH - 1) * _staged_width(T, KW, BX, PX, lead) * T.itemsize
 
 
 def launch(src, out, out3, offs, mask3: np.ndarray, mode: int, cval: float):
@@ -274,8 +275,9 @@ def launch(src, out, out3, offs, mask3: np.ndarray, mode: int, cval: float):
     sizes = (src, out, *(np.int64(v) for v in out3), *(np.int64(v) for v in offs))
     if slides(T, KD, KH, KW):
         BX, BY, PX, PY = slide_shape(KD, KH, KW)
-        name = loader.template("distconv_correlate_slide3d", ctype(T), KD, KH, KW, BX, BY, PX, PY)
-        smem = 2 * _plane_bytes(T, KH, KW, BX, BY, PX, PY)
+        ahead = lead(src, int(offs[2]), T.itemsize)
+        name = loader.template("distconv_correlate_slide3d", ctype(T), KD, KH, KW, BX, BY, PX, PY, ahead)
+        smem = 2 * _plane_bytes(T, KH, KW, BX, BY, PX, PY, ahead)
         nz = slide_planes(KD)
         grid = (-(-oW // (BX * PX)), min(-(-oH // (BY * PY)), GRID_YZ), min(-(-oD // nz), GRID_YZ))
         args = sizes + (np.int32(mode), scalar(cval, T), np.int32(nz), taps(T, mask3.ravel()))
@@ -318,10 +320,10 @@ INSTANTIATIONS = [
     loader.template("distconv_correlate_tiled", "float", 32, 32, *tiled_shape(np.float32, 32, 32, 9), True),
     loader.template("distconv_correlate_direct", "float", True),
 ] + [
-    loader.template("distconv_correlate_slide3d", ctype(np.dtype(t)), kd, kh, kw, *slide_shape(kd, kh, kw))
+    loader.template("distconv_correlate_slide3d", ctype(np.dtype(t)), kd, kh, kw, *slide_shape(kd, kh, kw), ahead)
     for t in (np.float32, np.float64) for kd, kh, kw in ((3, 3, 3), (5, 5, 5), (2, 4, 3), (3, 1, 16), (6, 6, 6))
-    if slides(t, kd, kh, kw)
+    for ahead in range(16 // np.dtype(t).itemsize) if slides(t, kd, kh, kw)
 ] + [
-    loader.template("distconv_correlate_slide3d", "float", 8, 8, 8, *slide_shape(8, 8, 8)),
+    loader.template("distconv_correlate_slide3d", "float", 8, 8, 8, *slide_shape(8, 8, 8), 3),
     loader.template("distconv_correlate_direct", "double", False),
 ]
