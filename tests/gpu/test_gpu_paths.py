@@ -100,7 +100,8 @@ def test_3d_masks_sliding_along_z(cp, gpu, rng, mode, monkeypatch):
     monkeypatch.setattr(convolve, "slide_planes", lambda KD: 7)  # several runs per block column, a short last one
     for dtype, k, shape in [(np.float32, (3, 3, 3), (23, 19, 37)), (np.float32, (5, 5, 5), (16, 70, 133)),
                             (np.float32, (2, 4, 3), (1, 9, 5)), (np.float32, (8, 3, 1), (30, 8, 64)),
-                            (np.float32, (3, 1, 16), (9, 33, 20)), (np.float64, (6, 6, 6), (11, 17, 29))]:
+                            (np.float32, (3, 1, 16), (9, 33, 20)), (np.float64, (6, 6, 6), (11, 17, 29)),
+                            (np.float32, (4, 2, 15), (10, 23, 70))]:
         assert convolve.slides(np.dtype(dtype), *k)
         a = (rng.standard_normal(shape) * 10).astype(dtype)
         w = rng.standard_normal(k)

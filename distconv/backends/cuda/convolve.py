@@ -232,6 +232,11 @@ def tiled_shape(T, KH: int, KW: int, oH: int) -> tuple:
 SLIDE_MAX_DEPTH = loader.define("DC_SLIDE_MAX_DEPTH")
 SLIDE_MAX_WIDTH = loader.define("DC_SLIDE_MAX_WIDTH")
 SLIDE_TWO_ROWS = 27  # masks of at most this many taps: two output rows per thread
+# ... and float32 masks of at most SLIDE_TWO_ROWS_DEEP taps and depth at most SLIDE_TWO_ROWS_DEPTH
+# whose two-row build runs at two blocks a SM (KD x 2 sets over DC_SLIDE_SETS): their staging,
+# plane loop and taps shared by twice the outputs; deeper ones spill
+SLIDE_TWO_ROWS_DEEP = 125
+SLIDE_TWO_ROWS_DEPTH = 5
 
 
 def slides(T, KD: int, KH: int, KW: int) -> bool:
@@ -240,11 +245,15 @@ def slides(T, KD: int, KH: int, KW: int) -> bool:
             and KD * KH * KW * np.dtype(T).itemsize <= loader.define("DC_SLIDE_TAP_BYTES"))
 
 
-def slide_shape(KD: int, KH: int, KW: int) -> tuple:
+def slide_shape(T, KD: int, KH: int, KW: int) -> tuple:
     """distconv_correlate_slide3d's (BX, BY, PX, PY): 32 x 8 threads of 4 columns by one row, two
-    rows for small masks (staging and taps shared by more outputs; bigger masks' KD sets of
-    accumulators leave no registers for a second row without spilling)."""
-    return 32, 8, 4, 2 if KD * KH * KW <= SLIDE_TWO_ROWS else 1
+    rows for small masks and for float32 masks 4 or 5 deep (staging and taps shared by more
+    outputs; other masks' KD sets of accumulators leave no registers for a second row without
+    spilling)."""
+    taps = KD * KH * KW
+    deep = (np.dtype(T) == np.float32 and 2 * KD > loader.define("DC_SLIDE_SETS")
+            and KD <= SLIDE_TWO_ROWS_DEPTH and taps <= SLIDE_TWO_ROWS_DEEP)
+    return 32, 8, 4, 2 if taps <= SLIDE_TWO_ROWS or deep else 1
 
 
 def slide_planes(KD: int) -> int:
@@ -274,7 +283,7 @@ def launch(src, out, out3, offs, mask3: np.ndarray, mode: int, cval: float):
     oD, oH, oW = out3
     sizes = (src, out, *(np.int64(v) for v in out3), *(np.int64(v) for v in offs))
     if slides(T, KD, KH, KW):
-        BX, BY, PX, PY = slide_shape(KD, KH, KW)
+        BX, BY, PX, PY = slide_shape(T, KD, KH, KW)
         ahead = lead(src, int(offs[2]), T.itemsize)
         name = loader.template("distconv_correlate_slide3d", ctype(T), KD, KH, KW, BX, BY, PX, PY, ahead)
         smem = 2 * _plane_bytes(T, KH, KW, BX, BY, PX, PY, ahead)
@@ -320,10 +329,11 @@ INSTANTIATIONS = [
     loader.template("distconv_correlate_tiled", "float", 32, 32, *tiled_shape(np.float32, 32, 32, 9), True),
     loader.template("distconv_correlate_direct", "float", True),
 ] + [
-    loader.template("distconv_correlate_slide3d", ctype(np.dtype(t)), kd, kh, kw, *slide_shape(kd, kh, kw), ahead)
-    for t in (np.float32, np.float64) for kd, kh, kw in ((3, 3, 3), (5, 5, 5), (2, 4, 3), (3, 1, 16), (6, 6, 6))
+    loader.template("distconv_correlate_slide3d", ctype(np.dtype(t)), kd, kh, kw, *slide_shape(t, kd, kh, kw), ahead)
+    for t in (np.float32, np.float64)
+    for kd, kh, kw in ((3, 3, 3), (5, 5, 5), (2, 4, 3), (3, 1, 16), (6, 6, 6), (4, 2, 15), (5, 1, 16))
     for ahead in range(16 // np.dtype(t).itemsize) if slides(t, kd, kh, kw)
 ] + [
-    loader.template("distconv_correlate_slide3d", "float", 8, 8, 8, *slide_shape(8, 8, 8), 3),
+    loader.template("distconv_correlate_slide3d", "float", 8, 8, 8, *slide_shape(np.float32, 8, 8, 8), 3),
     loader.template("distconv_correlate_direct", "double", False),
 ]
