@@ -147,8 +147,10 @@ __device__ __noinline__ void dc_stage_edge(T *s, const DcTile &src, i64 iz, i64 
     constexpr bool ASYNC = DC_CP_ASYNC_ON_ARCH && (sizeof(T) == 4 || sizeof(T) == 8);
     if (ASYNC && src.len[3] == 0 && src.len[5] == 0 && src.len[6] == 0 && src.len[8] == 0) {
         // over a global edge of a tile that is its centre alone along y and x (a whole array's
-        // border): each row and column remapped, the copies asynchronous (the element path
-        // below cost x-edge blocks of a 1024-wide volume ~370 instructions per thread and plane)
+        // border): the copies asynchronous, a thread's columns remapped once each and walked
+        // down G rows apart (element by element, each element's row and column found and
+        // remapped, it had cost an x-edge block of a 1024-wide volume ~250 instructions per
+        // thread and plane, a quarter of the blocks; the element path below ~370)
         i64 gz = iz, csy = 0;
         const T *plane = nullptr;
         if (dc_remap(gz, dc_extent(src, 0), mode)) {
@@ -157,13 +159,23 @@ __device__ __noinline__ void dc_stage_edge(T *s, const DcTile &src, i64 iz, i64 
             csy = src.sy[k];
         }
         const i64 H = src.len[4], W = src.len[7];
-        for (int e = tid; e < SH * SW; e += NT) {
-            const int r = e / SW, c = e - r * SW;
-            i64 gy = iy0 + r, gx = ix0 + c;
-            if (plane && dc_remap(gy, H, mode) && dc_remap(gx, W, mode))
-                dc_cp_async<sizeof(T)>(s + e, plane + gy * csy + gx);
-            else
-                s[e] = cval;
+        constexpr int G = NT >= SW ? NT / SW : 1;  // threads per column
+        for (int e = tid; e < G * SW; e += NT) {
+            const int g = e / SW, c = e - g * SW;
+            i64 gx = ix0 + c;
+            if (!plane || !dc_remap(gx, W, mode)) {
+                for (int r = g; r < SH; r += G) s[r * SW + c] = cval;
+                continue;
+            }
+            const T *q = plane + gx;
+#pragma unroll 4
+            for (int r = g; r < SH; r += G) {
+                i64 gy = iy0 + r;
+                if (dc_remap(gy, H, mode))
+                    dc_cp_async<sizeof(T)>(s + r * SW + c, q + gy * csy);
+                else
+                    s[r * SW + c] = cval;
+            }
         }
         if (WAIT) dc_cp_async_wait_all();
     } else {

@@ -30,8 +30,9 @@ __device__ __forceinline__ T dc_weight(int slot, const T *__restrict__ wg, int i
 template <typename T, int N> struct DcTaps { T w[N]; };
 
 // acc[py][px] += the taps of mask row r - py over win, the register window of staged row r
-// (r known at compile time once unrolled): taps in column order from weight(kh * KW + kw).
-template <int PY, int PX, int KH, int KW, int WN, typename T, typename Weight>
+// (r known at compile time once unrolled), its first LEAD values before the outputs' first
+// column: taps in column order from weight(kh * KW + kw).
+template <int PY, int PX, int KH, int KW, int WN, int LEAD = 0, typename T, typename Weight>
 __device__ __forceinline__ void dc_row_taps(T (&acc)[PY][PX], const T (&win)[WN], int r,
                                             const Weight &weight) {
 #pragma unroll
@@ -42,7 +43,7 @@ __device__ __forceinline__ void dc_row_taps(T (&acc)[PY][PX], const T (&win)[WN]
         for (int kw = 0; kw < KW; ++kw) {
             const T w = weight(kh * KW + kw);
 #pragma unroll
-            for (int px = 0; px < PX; ++px) acc[py][px] = fma(w, win[px + kw], acc[py][px]);
+            for (int px = 0; px < PX; ++px) acc[py][px] = fma(w, win[LEAD + px + kw], acc[py][px]);
         }
     }
 }
@@ -75,6 +76,31 @@ __device__ __forceinline__ void dc_store_run(T *o, const T (&v)[4], i64 x, i64 o
 #pragma unroll
         for (int px = 0; px < 4; ++px)
             if (x + px < oW) o[px] = v[px];
+    }
+}
+
+// A thread's PY x 4 outputs at rows y.., columns x.. of output plane z (plane size oH x oW): the
+// first row's address, the rows and columns left and the store width found once per tile, not
+// per row (per row they had cost ~45 instructions: ~11 an output of a 9 x 9 mask); 16-byte
+// stores where out (`aligned`) and the rows are aligned and the run lies inside its row.
+template <int PY, typename T>
+__device__ __forceinline__ void dc_store_rows(T *out, const T (&v)[PY][4], i64 z, i64 y, i64 x, i64 oH, i64 oW,
+                                              bool aligned) {
+    if (x >= oW || y >= oH) return;
+    T *o = out + (z * oH + y) * oW + x;
+    const int rows = oH - y < PY ? (int)(oH - y) : PY;
+    const int cols = oW - x < 4 ? (int)(oW - x) : 4;
+    const bool vec = aligned && (oW % dc_vec16<T>::n) == 0 && cols == 4;
+#pragma unroll
+    for (int q = 0; q < PY; ++q, o += oW) {
+        if (q >= rows) break;
+        if (vec) {
+            dc_store4(o, v[q][0], v[q][1], v[q][2], v[q][3]);
+        } else {
+#pragma unroll
+            for (int px = 0; px < 4; ++px)
+                if (px < cols) o[px] = v[q][px];
+        }
     }
 }
 
@@ -156,15 +182,8 @@ distconv_correlate_tiled(const __grid_constant__ DcTile src, T *__restrict__ out
                 });
                 __syncthreads();
             }
-            // store: vectors when the row is aligned and the thread's run is complete
-#pragma unroll
-            for (int py = 0; py < PY; ++py) {
-                const i64 y = y0 + ty * PY + py;
-                if (y >= oH) continue;
-                const i64 x = x0 + tx * PX;
-                dc_store_run(out + (z * oH + y) * oW + x, acc[py], x, oW,
-                             reinterpret_cast<unsigned long long>(out) % 16 == 0);
-            }
+            dc_store_rows<PY>(out, acc, z, y0 + ty * PY, x0 + tx * PX, oH, oW,
+                              reinterpret_cast<unsigned long long>(out) % 16 == 0);
         }
     }
 }
@@ -178,9 +197,14 @@ distconv_correlate_tiled(const __grid_constant__ DcTile src, T *__restrict__ out
 //   PY x PX accumulators: set q is output plane p - (KD-1) + q while input plane p is staged,
 //   which it meets with mask plane KD-1-q. After plane p set 0 is complete: it is stored and the
 //   sets shift down one.
-// Shared memory (dynamic): two staged planes, each the tiled kernel's SH = TH+KH-1 rows by
-//   SWP = (BX-1)*PX + WN columns: the next plane's copies are in flight while this one computes
-//   (one barrier per plane).
+// Shared memory (dynamic): two staged planes, each SH = TH+KH-1 rows by SWP = (BX-1)*PX + WN
+//   columns (WN = LEAD+PX+KW-1 rounded up to a 16-byte vector): the next plane's copies are in
+//   flight while this one computes (one barrier per plane). A plane is staged from LEAD columns
+//   before the tile's window (LEAD < one 16-byte vector: the launcher's `lead`, where the centre
+//   piece's rows and planes are 16-byte multiples), so its rows start 16-byte aligned and
+//   stage by 16-byte copies (4-byte copies cost a 3^3 mask ~11 instructions an output); a
+//   thread's register window then starts LEAD values early. Any LEAD is correct; only the
+//   launcher's is fast.
 // Taps: by value (DcTaps), KD*KH*KW*sizeof(T) <= DC_SLIDE_TAP_BYTES (the parameter space).
 // Sum order per output: kz, then kh, then kw, as the tiled kernel: the same result bit for bit.
 // Limits: KH, KW, KD compile time, KD <= DC_SLIDE_MAX_DEPTH and KH, KW <= DC_SLIDE_MAX_WIDTH (the
@@ -206,7 +230,7 @@ constexpr int dc_slide_min_blocks() {
 #endif
     return sizeof(T) != 4 ? 1 : fits ? DC_SLIDE_BLOCKS : 2;
 }
-template <typename T, int KD, int KH, int KW, int BX, int BY, int PX, int PY>
+template <typename T, int KD, int KH, int KW, int BX, int BY, int PX, int PY, int LEAD>
 __global__ void __launch_bounds__(BX *BY, dc_slide_min_blocks<T, KD, PY>())
 distconv_correlate_slide3d(const __grid_constant__ DcTile src, T *__restrict__ out, i64 oD, i64 oH, i64 oW,
                            i64 offD, i64 offH, i64 offW, int mode, T cval, int nz,
@@ -216,8 +240,9 @@ distconv_correlate_slide3d(const __grid_constant__ DcTile src, T *__restrict__ o
     static_assert(KD <= DC_SLIDE_MAX_DEPTH && KH <= DC_SLIDE_MAX_WIDTH && KW <= DC_SLIDE_MAX_WIDTH,
                   "mask within the sliding kernel's limits");
     constexpr int VN = dc_vec16<T>::n;
+    static_assert(LEAD >= 0 && LEAD < VN, "a lead within one 16-byte vector");
     constexpr int TH = BY * PY, TW = BX * PX;
-    constexpr int WN = ((PX + KW - 1 + VN - 1) / VN) * VN;
+    constexpr int WN = ((LEAD + PX + KW - 1 + VN - 1) / VN) * VN;
     constexpr int SH = TH + KH - 1, SWP = (BX - 1) * PX + WN, PLANE = SH * SWP;
     constexpr int NT = BX * BY, UNROLL = PY == 1 ? DC_SLIDE_UNROLL : DC_STAGE_UNROLL;
     extern __shared__ __align__(16) unsigned char dc_smem_raw[];
@@ -230,7 +255,7 @@ distconv_correlate_slide3d(const __grid_constant__ DcTile src, T *__restrict__ o
 
     for (i64 run = blockIdx.z; run < nruns; run += gridDim.z) {
         for (i64 tyb = blockIdx.y; tyb < nty; tyb += gridDim.y) {
-            const i64 y0 = tyb * TH, z0 = run * nz, iy0 = y0 + offH, ix0 = x0 + offW;
+            const i64 y0 = tyb * TH, z0 = run * nz, iy0 = y0 + offH, ix0 = x0 + offW - LEAD;
             const int planes = (int)((z0 + nz < oD ? z0 + nz : oD) - z0) + KD - 1;
             T acc[KD][PY][PX];
 #pragma unroll
@@ -254,20 +279,12 @@ distconv_correlate_slide3d(const __grid_constant__ DcTile src, T *__restrict__ o
                     dc_load_window<WN>(win, sp + r * SWP);
 #pragma unroll
                     for (int q = 0; q < KD; ++q)
-                        dc_row_taps<PY, PX, KH, KW, WN>(acc[q], win, r, [&](int i) {
+                        dc_row_taps<PY, PX, KH, KW, WN, LEAD>(acc[q], win, r, [&](int i) {
                             return taps.w[(KD - 1 - q) * KH * KW + i];
                         });
                 }
                 const i64 z = z0 + p - (KD - 1);
-                if (z >= z0) {
-#pragma unroll
-                    for (int py = 0; py < PY; ++py) {
-                        const i64 y = y0 + ty * PY + py;
-                        if (y >= oH) continue;
-                        const i64 x = x0 + tx * PX;
-                        dc_store_run(out + (z * oH + y) * oW + x, acc[0][py], x, oW);
-                    }
-                }
+                if (z >= z0) dc_store_rows<PY>(out, acc[0], z, y0 + ty * PY, x0 + tx * PX, oH, oW, true);
 #pragma unroll
                 for (int q = 0; q < KD; ++q)
 #pragma unroll

@@ -100,7 +100,8 @@ def test_3d_masks_sliding_along_z(cp, gpu, rng, mode, monkeypatch):
     monkeypatch.setattr(convolve, "slide_planes", lambda KD: 7)  # several runs per block column, a short last one
     for dtype, k, shape in [(np.float32, (3, 3, 3), (23, 19, 37)), (np.float32, (5, 5, 5), (16, 70, 133)),
                             (np.float32, (2, 4, 3), (1, 9, 5)), (np.float32, (8, 3, 1), (30, 8, 64)),
-                            (np.float32, (3, 1, 16), (9, 33, 20)), (np.float64, (6, 6, 6), (11, 17, 29))]:
+                            (np.float32, (3, 1, 16), (9, 33, 20)), (np.float64, (6, 6, 6), (11, 17, 29)),
+                            (np.float32, (4, 2, 15), (10, 23, 70))]:
         assert convolve.slides(np.dtype(dtype), *k)
         a = (rng.standard_normal(shape) * 10).astype(dtype)
         w = rng.standard_normal(k)
@@ -119,6 +120,43 @@ def test_3d_masks_sliding_along_z(cp, gpu, rng, mode, monkeypatch):
         warnings.simplefilter("ignore")
         got = dc.correlate(x, w, mode=mode).compute()
     assert_matches(got, ndi.correlate(a.astype(np.float64), w, mode=mode).astype(np.float32), dtype=np.float32)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_3d_masks_sliding_from_any_lead(cp, rng, mode, monkeypatch):
+    """The sliding kernel stages each plane from LEAD columns before its window (so rows start
+    16-byte aligned): every lead gives the tiled kernel's result bit for bit, on x and y edges
+    and odd sizes; the launcher's lead puts a whole float32 array's windows on 16 bytes."""
+    from distconv.backends.cuda import convolve
+    from distconv.backends.cuda.tile import dc_tile, lead
+    from distconv.core.tile import Tile
+
+    for k, shape in [((3, 3, 3), (9, 21, 139)), ((5, 5, 5), (12, 19, 261)), ((3, 2, 5), (7, 5, 9))]:
+        a = cp.asarray(rng.standard_normal(shape).astype(np.float32))
+        w = rng.standard_normal(k)
+        with monkeypatch.context() as m:
+            m.setattr(convolve, "slides", lambda *args: False)
+            tiled = dc.correlate(a, w, mode=mode, cval=0.5).get()
+        for ahead in range(4):
+            with monkeypatch.context() as m:
+                m.setattr(convolve, "lead", lambda *args: ahead)
+                np.testing.assert_array_equal(dc.correlate(a, w, mode=mode, cval=0.5).get(), tiled, err_msg=str(ahead))
+    src, _keep = dc_tile(Tile.of(cp.zeros((4, 8, 64), np.float32)), [[0], [1], [2]])
+    assert [lead(src, -r, 4) for r in range(5)] == [0, 3, 2, 1, 0]
+    src, _keep = dc_tile(Tile.of(cp.zeros((4, 8, 63), np.float32)), [[0], [1], [2]])
+    assert lead(src, -1, 4) == 0  # rows of 63 floats: no lead aligns them all
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_9x9_tiled_correlate_on_odd_sizes(gpu, rng, mode):
+    """The tiled kernel's stores (rows and columns left found once a tile): partial tiles at
+    the right and bottom edges, rows that are not 16-byte multiples, every origin sign."""
+    for shape in [(37, 261), (70, 128), (5, 7)]:
+        a = rng.standard_normal(shape).astype(np.float32)
+        for origin in [(0, 0), (-4, 3), (2, -1)]:
+            w = rng.standard_normal((9, 9))
+            got, ref = gpu.both(dc.correlate, a, weights=w, mode=mode, cval=0.25, origin=origin)
+            assert_matches(got, ref, scale=np.abs(ref).max())
 
 
 @pytest.mark.parametrize("mode", MODES)

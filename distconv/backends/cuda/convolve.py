@@ -14,7 +14,7 @@ from . import GRID_YZ, device_constant, guard_memory, loader, separable, target
 from . import histogram as counting
 from .masks import capacity as mask_capacity
 from .masks import slots_for
-from .tile import as_dtype, axis_groups, dc_tile, group_sizes
+from .tile import as_dtype, axis_groups, dc_tile, group_sizes, lead
 from .types import ctype, scalar, taps
 
 MAX_TILED = loader.define("DC_TILED_MAX")  # the register-tiled kernel unrolls mask rows/columns up to this
@@ -232,6 +232,11 @@ def tiled_shape(T, KH: int, KW: int, oH: int) -> tuple:
 SLIDE_MAX_DEPTH = loader.define("DC_SLIDE_MAX_DEPTH")
 SLIDE_MAX_WIDTH = loader.define("DC_SLIDE_MAX_WIDTH")
 SLIDE_TWO_ROWS = 27  # masks of at most this many taps: two output rows per thread
+# ... and float32 masks of at most SLIDE_TWO_ROWS_DEEP taps and depth at most SLIDE_TWO_ROWS_DEPTH
+# whose two-row build runs at two blocks a SM (KD x 2 sets over DC_SLIDE_SETS): their staging,
+# plane loop and taps shared by twice the outputs; deeper ones spill
+SLIDE_TWO_ROWS_DEEP = 125
+SLIDE_TWO_ROWS_DEPTH = 5
 
 
 def slides(T, KD: int, KH: int, KW: int) -> bool:
@@ -240,11 +245,15 @@ def slides(T, KD: int, KH: int, KW: int) -> bool:
             and KD * KH * KW * np.dtype(T).itemsize <= loader.define("DC_SLIDE_TAP_BYTES"))
 
 
-def slide_shape(KD: int, KH: int, KW: int) -> tuple:
+def slide_shape(T, KD: int, KH: int, KW: int) -> tuple:
     """distconv_correlate_slide3d's (BX, BY, PX, PY): 32 x 8 threads of 4 columns by one row, two
-    rows for small masks (staging and taps shared by more outputs; bigger masks' KD sets of
-    accumulators leave no registers for a second row without spilling)."""
-    return 32, 8, 4, 2 if KD * KH * KW <= SLIDE_TWO_ROWS else 1
+    rows for small masks and for float32 masks 4 or 5 deep (staging and taps shared by more
+    outputs; other masks' KD sets of accumulators leave no registers for a second row without
+    spilling)."""
+    taps = KD * KH * KW
+    deep = (np.dtype(T) == np.float32 and 2 * KD > loader.define("DC_SLIDE_SETS")
+            and KD <= SLIDE_TWO_ROWS_DEPTH and taps <= SLIDE_TWO_ROWS_DEEP)
+    return 32, 8, 4, 2 if taps <= SLIDE_TWO_ROWS or deep else 1
 
 
 def slide_planes(KD: int) -> int:
@@ -254,16 +263,17 @@ def slide_planes(KD: int) -> int:
     return 32 if KD <= 3 else 64
 
 
-def _staged_width(T, KW: int, BX: int, PX: int) -> int:
+def _staged_width(T, KW: int, BX: int, PX: int, lead: int = 0) -> int:
     """Columns of a tile the tiled and sliding kernels stage (their headers' SWP): the last
-    thread's window rounded up to whole 16-byte vectors."""
+    thread's window (from ``lead`` columns early: the sliding kernel's LEAD) rounded up to
+    whole 16-byte vectors."""
     vn = 16 // T.itemsize
-    return (BX - 1) * PX + -(-(PX + KW - 1) // vn) * vn
+    return (BX - 1) * PX + -(-(lead + PX + KW - 1) // vn) * vn
 
 
-def _plane_bytes(T, KH: int, KW: int, BX: int, BY: int, PX: int, PY: int) -> int:
+def _plane_bytes(T, KH: int, KW: int, BX: int, BY: int, PX: int, PY: int, lead: int = 0) -> int:
     """One staged plane of the tiled and sliding kernels (their headers' SH x SWP)."""
-    return (BY * PY + KH - 1) * _staged_width(T, KW, BX, PX) * T.itemsize
+    return (BY * PY + KH - 1) * _staged_width(T, KW, BX, PX, lead) * T.itemsize
 
 
 def launch(src, out, out3, offs, mask3: np.ndarray, mode: int, cval: float):
@@ -273,9 +283,10 @@ def launch(src, out, out3, offs, mask3: np.ndarray, mode: int, cval: float):
     oD, oH, oW = out3
     sizes = (src, out, *(np.int64(v) for v in out3), *(np.int64(v) for v in offs))
     if slides(T, KD, KH, KW):
-        BX, BY, PX, PY = slide_shape(KD, KH, KW)
-        name = loader.template("distconv_correlate_slide3d", ctype(T), KD, KH, KW, BX, BY, PX, PY)
-        smem = 2 * _plane_bytes(T, KH, KW, BX, BY, PX, PY)
+        BX, BY, PX, PY = slide_shape(T, KD, KH, KW)
+        ahead = lead(src, int(offs[2]), T.itemsize)
+        name = loader.template("distconv_correlate_slide3d", ctype(T), KD, KH, KW, BX, BY, PX, PY, ahead)
+        smem = 2 * _plane_bytes(T, KH, KW, BX, BY, PX, PY, ahead)
         nz = slide_planes(KD)
         grid = (-(-oW // (BX * PX)), min(-(-oH // (BY * PY)), GRID_YZ), min(-(-oD // nz), GRID_YZ))
         args = sizes + (np.int32(mode), scalar(cval, T), np.int32(nz), taps(T, mask3.ravel()))
@@ -318,10 +329,11 @@ INSTANTIATIONS = [
     loader.template("distconv_correlate_tiled", "float", 32, 32, *tiled_shape(np.float32, 32, 32, 9), True),
     loader.template("distconv_correlate_direct", "float", True),
 ] + [
-    loader.template("distconv_correlate_slide3d", ctype(np.dtype(t)), kd, kh, kw, *slide_shape(kd, kh, kw))
-    for t in (np.float32, np.float64) for kd, kh, kw in ((3, 3, 3), (5, 5, 5), (2, 4, 3), (3, 1, 16), (6, 6, 6))
-    if slides(t, kd, kh, kw)
+    loader.template("distconv_correlate_slide3d", ctype(np.dtype(t)), kd, kh, kw, *slide_shape(t, kd, kh, kw), ahead)
+    for t in (np.float32, np.float64)
+    for kd, kh, kw in ((3, 3, 3), (5, 5, 5), (2, 4, 3), (3, 1, 16), (6, 6, 6), (4, 2, 15), (5, 1, 16))
+    for ahead in range(16 // np.dtype(t).itemsize) if slides(t, kd, kh, kw)
 ] + [
-    loader.template("distconv_correlate_slide3d", "float", 8, 8, 8, *slide_shape(8, 8, 8)),
+    loader.template("distconv_correlate_slide3d", "float", 8, 8, 8, *slide_shape(np.float32, 8, 8, 8), 3),
     loader.template("distconv_correlate_direct", "double", False),
 ]

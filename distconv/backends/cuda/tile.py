@@ -93,5 +93,16 @@ def _group_strides(piece, gs):
     return out[0], out[1]
 
 
+def lead(src, off: int, itemsize: int) -> int:
+    """Elements from a kernel window's first column back to a 16-byte boundary, for windows
+    that start ``off`` columns into the extended x range at a multiple of 16 bytes (a tile's
+    column tiles do), in the centre piece of ``src`` (a DcTile from dc_tile); 0 where its rows
+    or planes are not 16-byte multiples (no lead aligns them all)."""
+    ptr, sy, sz, cx0 = int(src["ptr"][13]), int(src["sy"][13]), int(src["sz"][13]), int(src["len"][6])
+    if ptr % itemsize or (sy * itemsize) % 16 or (sz * itemsize) % 16:
+        return 0
+    return (ptr // itemsize + off - cx0) % (16 // itemsize)
+
+
 def group_sizes(shape: tuple, gs: list[list[int]]) -> tuple[int, int, int]:
     return tuple(int(np.prod([shape[a] for a in axes], dtype=np.int64)) for axes in gs)
