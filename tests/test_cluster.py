@@ -178,37 +178,22 @@ def test_a_script_without_a_main_guard_gets_one_line_saying_what_to_add(tmp_path
     assert res.returncode == 0 and "ran" in res.stdout, res.stderr
 
 
-def test_distributeds_forkserver_preload_mark_is_given_back(tmp_path):
+def test_distributeds_forkserver_preload_mark_is_set_while_our_server_runs(tmp_path):
+    """Set while our server runs (distributed, forking its first worker, would otherwise import
+    its optional packages, pandas among them, in this process to preload a server that already
+    runs), given back after."""
     import subprocess
     import sys
 
     script = tmp_path / "mark.py"
     script.write_text(
-        "import distconv as dc, distributed.utils as du\n"
+        "import sys\nimport distconv as dc, distributed.utils as du\n"
         "if __name__ == '__main__':\n"
         "    before = du._forkserver_preload_set\n"
         "    with dc.cluster({'type': 'cpu', 'n_workers': 1, 'threads_per_worker': 1,\n"
         "                     'dashboard_address': None}, quiet=True) as c:\n"
-        "        during = du._forkserver_preload_set\n"
-        "    print(before, during, du._forkserver_preload_set)\n")
+        "        during, pandas = du._forkserver_preload_set, 'pandas' in sys.modules\n"
+        "    print(before, during, du._forkserver_preload_set, pandas)\n")
     res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert res.returncode == 0, res.stderr
-    assert res.stdout.split() == ["False", "True", "False"], res.stdout  # set as the workers forked; given back
-
-
-def test_starting_workers_from_our_server_imports_no_pandas_here(tmp_path):
-    """distributed, forking its first worker, would import its optional packages (pandas among
-    them) in this process to preload a server that already runs: ours marks its list as set."""
-    import subprocess
-    import sys
-
-    script = tmp_path / "lean.py"
-    script.write_text(
-        "import sys\nimport distconv as dc\n"
-        "if __name__ == '__main__':\n"
-        "    with dc.cluster({'type': 'cpu', 'n_workers': 1, 'threads_per_worker': 1,\n"
-        "                     'dashboard_address': None}, quiet=True) as c:\n"
-        "        print('pandas' in sys.modules)\n")
-    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.split() == ["False"], res.stdout
+    assert res.stdout.split() == ["False", "True", "False", "False"], res.stdout

@@ -178,7 +178,8 @@ def test_killing_a_command_ends_its_cluster(tmp_path):
 
     import psutil
 
-    (tmp_path / "wf.yaml").write_text("input:\n  path: in.zarr\n  synthetic: {shape: [4096, 4096], chunks: [256, 4096]}\n"
+    (tmp_path / "wf.yaml").write_text("input:\n  path: in.zarr\n"
+                                      "  synthetic: {shape: [4096, 4096], chunks: [256, 4096]}\n"
                                       "steps:\n  - {op: median_filter, size: 9}\noutputs:\n  path: out.zarr\n")
     (tmp_path / "cluster.yaml").write_text("cluster:\n  type: cpu\n  n_workers: 1\n  threads_per_worker: 1\n"
                                            "  dashboard_address: '127.0.0.1:0'\n")

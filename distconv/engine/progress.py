@@ -172,7 +172,8 @@ class Progress:
         left = (self.total - self.done) / rate if rate > 0 else float("inf")
         eta = f", {left:.0f} s left" if self.done < self.total else ""
         unit, scale = ("GB", 1e9) if self.total >= 1e9 else ("MB", 1e6)
-        print(f"{self.label}: {self.done / scale:.2f} of {self.total / scale:.2f} {unit} ({self.blocks} block{'s' * (self.blocks != 1)}), "
+        blocks = f"{self.blocks} block{'s' * (self.blocks != 1)}"
+        print(f"{self.label}: {self.done / scale:.2f} of {self.total / scale:.2f} {unit} ({blocks}), "
               f"{rate / scale:.2f} {unit}/s{eta}", file=self.stream, flush=True)
 
     def watch(self, futures):
