@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from .dashboard import SchedulerPlugin
+from distributed.diagnostics.plugin import SchedulerPlugin
 
 PREFIX = "/"  # the scheduler's http_prefix: distconv starts its schedulers with dask's default
 LATER_S = 3.0  # a scheduler given no tasks this long after its start gets its pages then
