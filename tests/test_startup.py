@@ -199,3 +199,71 @@ def test_killing_a_command_ends_its_cluster(tmp_path):
         assert not [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     finally:
         cmd.kill()
+
+
+@pytest.mark.slow
+def test_a_command_adopts_the_cluster_started_beside_its_check(tmp_path, monkeypatch, capsys):
+    """One cluster per command: the run's ``cluster(cfg)`` (which loads ``cfg`` again, a new
+    dict) takes the one started beside the check instead of starting a second."""
+    from distconv.session import cluster as cl
+    from distconv.session import command, interrupt
+
+    x, params = _command_files(tmp_path)
+    started, real = [], cl._start_local
+    monkeypatch.setattr(cl, "_start_local", lambda cfg, stack: started.append(real(cfg, stack)) or started[-1])
+    with interrupt.cli_policy():
+        assert command.run(params) == 0, capsys.readouterr().err
+    assert len(started) == 1 and cl._ahead is None
+    np.testing.assert_allclose(zarr.open_array(str(tmp_path / "out.zarr"))[...], ndi.gaussian_filter(x, 1.0),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_the_cluster_log_is_routed_once_by_two_threads_of_a_command():
+    """The cluster started beside the check routes the logs from its thread while the main
+    thread's ``cluster()`` may route them too (the thread still importing distributed): one of
+    them does, and the loggers are as before once both blocks have ended."""
+    import builtins
+    import contextvars
+    import logging
+    import threading
+
+    import distributed  # noqa: F401
+
+    from distconv.session import interrupt
+
+    names = interrupt.LOG_NAMES
+    before = {n: (list(logging.getLogger(n).handlers), logging.getLogger(n).propagate) for n in names}
+    inside, go, routes, real = threading.Event(), threading.Event(), [], builtins.__import__
+
+    def slow_import(name, *args, **kwargs):  # the thread's import of distributed, held until the main one routed
+        if name == "distributed" and threading.current_thread().name == "ahead":
+            inside.set()
+            go.wait(60)
+        return real(name, *args, **kwargs)
+
+    real_logs_to = interrupt.logs_to
+
+    def logs_to(path):
+        routes.append(threading.current_thread().name)
+        return real_logs_to(path)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(builtins, "__import__", slow_import)
+        mp.setattr(interrupt, "logs_to", logs_to)
+        with interrupt.cli_policy():
+            ended = threading.Event()
+
+            def ahead():
+                with interrupt.command_logs():
+                    ended.wait(60)
+
+            thread = threading.Thread(target=contextvars.copy_context().run, args=(ahead,), name="ahead")
+            thread.start()
+            assert inside.wait(60)
+            with interrupt.command_logs():
+                go.set()
+                ended.set()
+                thread.join(60)
+    assert routes == ["MainThread"], routes
+    after = {n: (list(logging.getLogger(n).handlers), logging.getLogger(n).propagate) for n in names}
+    assert after == before
