@@ -267,3 +267,30 @@ def test_the_cluster_log_is_routed_once_by_two_threads_of_a_command():
     assert routes == ["MainThread"], routes
     after = {n: (list(logging.getLogger(n).handlers), logging.getLogger(n).propagate) for n in names}
     assert after == before
+
+
+@pytest.mark.slow
+def test_a_failure_as_the_kernel_builds_start_stops_the_cluster_started_beside_the_check(tmp_path, monkeypatch):
+    """What is started ahead (the cluster, the workers' server) is ended even where the command
+    stops before its check (here the kernels' build process could not start)."""
+    from distconv.session import builds
+    from distconv.session import cluster as cl
+    from distconv.session import command, forkserver, interrupt
+
+    _, params = _command_files(tmp_path)
+    started, real = [], cl._start_local
+    monkeypatch.setattr(cl, "_start_local", lambda cfg, stack: started.append(real(cfg, stack)) or started[-1])
+
+    def no_process(cfg):
+        raise OSError("no process")
+
+    monkeypatch.setattr(builds.KernelBuilds, "start", staticmethod(no_process))
+    try:
+        with interrupt.cli_policy(), pytest.raises(OSError, match="no process"):
+            command.run(params)
+        assert cl._ahead is None and forkserver._ours is None
+        assert len(started) == 1 and started[0].status.name == "closed"
+    finally:  # the old code's leftovers
+        with interrupt.cli_policy():
+            cl.release_ahead()
+        forkserver.release_unheld()
