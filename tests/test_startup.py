@@ -294,3 +294,36 @@ def test_a_failure_as_the_kernel_builds_start_stops_the_cluster_started_beside_t
         with interrupt.cli_policy():
             cl.release_ahead()
         forkserver.release_unheld()
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_the_run_waits_for_the_cluster_started_ahead_leaves_it_to_be_closed(tmp_path):
+    """Ctrl-C while ``cluster()`` waits for the start beside the check: the cluster is still
+    the command's to close (release_ahead, in its ``finally``), not left running."""
+    from distconv.session import cluster as cl
+    from distconv.session import forkserver, interrupt
+    from distconv.session.config import load_config
+
+    _, params = _command_files(tmp_path)
+    cfg = load_config(params["cluster_path"])
+    with interrupt.cli_policy():
+        try:
+            assert cl.warm_workers(cfg) and cl.start_ahead(cfg)
+            thread, calls = cl._ahead["thread"], []
+
+            class Interrupted:  # the wait, interrupted once
+                def join(self, *args):
+                    if not calls:
+                        calls.append(1)
+                        raise KeyboardInterrupt
+                    thread.join(*args)
+
+            cl._ahead["thread"] = Interrupted()
+            with pytest.raises(KeyboardInterrupt):
+                cl._adopt(load_config(params["cluster_path"]))
+            ahead = cl._ahead
+            assert ahead is not None
+        finally:
+            cl.release_ahead()
+            forkserver.release_unheld()
+        assert ahead["owned"].status.name == "closed" and cl._ahead is None

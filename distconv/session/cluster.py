@@ -187,8 +187,8 @@ def _take_ahead(cfg=None):
     ahead = _ahead
     if ahead is None or (cfg is not None and ahead["cfg"] != cfg):
         return None
+    ahead["thread"].join()  # Ctrl-C meanwhile: still there for release_ahead to close
     _ahead = None
-    ahead["thread"].join()
     return ahead
 
 
