@@ -122,6 +122,15 @@ def _command_files(tmp_path, sigma="1.0"):
     return x, params
 
 
+def _clusters_started(monkeypatch) -> list:
+    """The local clusters started from now on (cluster._start_local's), in a list."""
+    from distconv.session import cluster as cl
+
+    started, real = [], cl._start_local
+    monkeypatch.setattr(cl, "_start_local", lambda cfg, stack: started.append(real(cfg, stack)) or started[-1])
+    return started
+
+
 @pytest.mark.slow
 def test_a_commands_cluster_starts_beside_its_check(tmp_path, monkeypatch, capsys):
     """The cluster is started as the command starts and is up while the check is still on its
@@ -156,8 +165,7 @@ def test_a_failed_check_stops_the_cluster_started_beside_it(tmp_path, monkeypatc
     from distconv.session import command, forkserver, interrupt
 
     _, params = _command_files(tmp_path, sigma="-1")
-    started, real = [], cl._start_local
-    monkeypatch.setattr(cl, "_start_local", lambda cfg, stack: started.append(real(cfg, stack)) or started[-1])
+    started = _clusters_started(monkeypatch)
     with interrupt.cli_policy():
         assert command.run(params) == 2
     assert "sigma" in capsys.readouterr().err
@@ -209,8 +217,7 @@ def test_a_command_adopts_the_cluster_started_beside_its_check(tmp_path, monkeyp
     from distconv.session import command, interrupt
 
     x, params = _command_files(tmp_path)
-    started, real = [], cl._start_local
-    monkeypatch.setattr(cl, "_start_local", lambda cfg, stack: started.append(real(cfg, stack)) or started[-1])
+    started = _clusters_started(monkeypatch)
     with interrupt.cli_policy():
         assert command.run(params) == 0, capsys.readouterr().err
     assert len(started) == 1 and cl._ahead is None
@@ -278,8 +285,7 @@ def test_a_failure_as_the_kernel_builds_start_stops_the_cluster_started_beside_t
     from distconv.session import command, forkserver, interrupt
 
     _, params = _command_files(tmp_path)
-    started, real = [], cl._start_local
-    monkeypatch.setattr(cl, "_start_local", lambda cfg, stack: started.append(real(cfg, stack)) or started[-1])
+    started = _clusters_started(monkeypatch)
 
     def no_process(cfg):
         raise OSError("no process")
