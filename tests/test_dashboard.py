@@ -522,3 +522,35 @@ def test_dasks_pages_are_imported_once_the_first_tasks_arrive(monkeypatch):
     while not began and time.monotonic() < deadline:
         time.sleep(0.01)
     assert began == [s]
+
+
+def test_dasks_pages_are_not_imported_for_a_scheduler_that_closed(monkeypatch):
+    """The timer of a scheduler that closed before its first tasks (its loop still running)
+    imports nothing."""
+    import asyncio
+    import threading
+
+    from distconv.engine import dask_pages
+
+    began = []
+    monkeypatch.setattr(dask_pages, "_import_then_join", lambda scheduler: began.append(scheduler))
+
+    class Scheduler:
+        plugins = {}
+
+        class loop:
+            later = []
+
+            @classmethod
+            def call_later(cls, delay, fn):
+                cls.later.append(fn)
+
+        def add_plugin(self, plugin, name, idempotent):
+            self.plugins[name] = plugin
+
+    s = Scheduler()
+    dask_pages.dask_setup(s)
+    asyncio.run(s.plugins[dask_pages.PLUGIN].close())
+    s.loop.later[0]()
+    # (a thread begun would be running still, or have been recorded)
+    assert not any(t.name == "distconv-dask-pages" for t in threading.enumerate()) and not began

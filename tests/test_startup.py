@@ -122,6 +122,15 @@ def _command_files(tmp_path, sigma="1.0"):
     return x, params
 
 
+def _clusters_started(monkeypatch) -> list:
+    """The local clusters started from now on (cluster._start_local's), in a list."""
+    from distconv.session import cluster as cl
+
+    started, real = [], cl._start_local
+    monkeypatch.setattr(cl, "_start_local", lambda cfg, stack: started.append(real(cfg, stack)) or started[-1])
+    return started
+
+
 @pytest.mark.slow
 def test_a_commands_cluster_starts_beside_its_check(tmp_path, monkeypatch, capsys):
     """The cluster is started as the command starts and is up while the check is still on its
@@ -156,8 +165,7 @@ def test_a_failed_check_stops_the_cluster_started_beside_it(tmp_path, monkeypatc
     from distconv.session import command, forkserver, interrupt
 
     _, params = _command_files(tmp_path, sigma="-1")
-    started, real = [], cl._start_local
-    monkeypatch.setattr(cl, "_start_local", lambda cfg, stack: started.append(real(cfg, stack)) or started[-1])
+    started = _clusters_started(monkeypatch)
     with interrupt.cli_policy():
         assert command.run(params) == 2
     assert "sigma" in capsys.readouterr().err
@@ -199,3 +207,129 @@ def test_killing_a_command_ends_its_cluster(tmp_path):
         assert not [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     finally:
         cmd.kill()
+
+
+@pytest.mark.slow
+def test_a_command_adopts_the_cluster_started_beside_its_check(tmp_path, monkeypatch, capsys):
+    """One cluster per command: the run's ``cluster(cfg)`` (which loads ``cfg`` again, a new
+    dict) takes the one started beside the check instead of starting a second."""
+    from distconv.session import cluster as cl
+    from distconv.session import command, interrupt
+
+    x, params = _command_files(tmp_path)
+    started = _clusters_started(monkeypatch)
+    with interrupt.cli_policy():
+        assert command.run(params) == 0, capsys.readouterr().err
+    assert len(started) == 1 and cl._ahead is None
+    np.testing.assert_allclose(zarr.open_array(str(tmp_path / "out.zarr"))[...], ndi.gaussian_filter(x, 1.0),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_the_cluster_log_is_routed_once_by_two_threads_of_a_command():
+    """The cluster started beside the check routes the logs from its thread while the main
+    thread's ``cluster()`` may route them too (the thread still importing distributed): one of
+    them does, and the loggers are as before once both blocks have ended."""
+    import builtins
+    import contextvars
+    import logging
+    import threading
+
+    import distributed  # noqa: F401
+
+    from distconv.session import interrupt
+
+    names = interrupt.LOG_NAMES
+    before = {n: (list(logging.getLogger(n).handlers), logging.getLogger(n).propagate) for n in names}
+    inside, go, routes, real = threading.Event(), threading.Event(), [], builtins.__import__
+
+    def slow_import(name, *args, **kwargs):  # the thread's import of distributed, held until the main one routed
+        if name == "distributed" and threading.current_thread().name == "ahead":
+            inside.set()
+            go.wait(60)
+        return real(name, *args, **kwargs)
+
+    real_logs_to = interrupt.logs_to
+
+    def logs_to(path):
+        routes.append(threading.current_thread().name)
+        return real_logs_to(path)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(builtins, "__import__", slow_import)
+        mp.setattr(interrupt, "logs_to", logs_to)
+        with interrupt.cli_policy():
+            ended = threading.Event()
+
+            def ahead():
+                with interrupt.command_logs():
+                    ended.wait(60)
+
+            thread = threading.Thread(target=contextvars.copy_context().run, args=(ahead,), name="ahead")
+            thread.start()
+            assert inside.wait(60)
+            with interrupt.command_logs():
+                go.set()
+                ended.set()
+                thread.join(60)
+    assert routes == ["MainThread"], routes
+    after = {n: (list(logging.getLogger(n).handlers), logging.getLogger(n).propagate) for n in names}
+    assert after == before
+
+
+@pytest.mark.slow
+def test_a_failure_as_the_kernel_builds_start_stops_the_cluster_started_beside_the_check(tmp_path, monkeypatch):
+    """What is started ahead (the cluster, the workers' server) is ended even where the command
+    stops before its check (here the kernels' build process could not start)."""
+    from distconv.session import builds
+    from distconv.session import cluster as cl
+    from distconv.session import command, forkserver, interrupt
+
+    _, params = _command_files(tmp_path)
+    started = _clusters_started(monkeypatch)
+
+    def no_process(cfg):
+        raise OSError("no process")
+
+    monkeypatch.setattr(builds.KernelBuilds, "start", staticmethod(no_process))
+    try:
+        with interrupt.cli_policy(), pytest.raises(OSError, match="no process"):
+            command.run(params)
+        assert cl._ahead is None and forkserver._ours is None
+        assert len(started) == 1 and started[0].status.name == "closed"
+    finally:  # the old code's leftovers
+        with interrupt.cli_policy():
+            cl.release_ahead()
+        forkserver.release_unheld()
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_the_run_waits_for_the_cluster_started_ahead_leaves_it_to_be_closed(tmp_path):
+    """Ctrl-C while ``cluster()`` waits for the start beside the check: the cluster is still
+    the command's to close (release_ahead, in its ``finally``), not left running."""
+    from distconv.session import cluster as cl
+    from distconv.session import forkserver, interrupt
+    from distconv.session.config import load_config
+
+    _, params = _command_files(tmp_path)
+    cfg = load_config(params["cluster_path"])
+    with interrupt.cli_policy():
+        try:
+            assert cl.warm_workers(cfg) and cl.start_ahead(cfg)
+            thread, calls = cl._ahead["thread"], []
+
+            class Interrupted:  # the wait, interrupted once
+                def join(self, *args):
+                    if not calls:
+                        calls.append(1)
+                        raise KeyboardInterrupt
+                    thread.join(*args)
+
+            cl._ahead["thread"] = Interrupted()
+            with pytest.raises(KeyboardInterrupt):
+                cl._adopt(load_config(params["cluster_path"]))
+            ahead = cl._ahead
+            assert ahead is not None
+        finally:
+            cl.release_ahead()
+            forkserver.release_unheld()
+        assert ahead["owned"].status.name == "closed" and cl._ahead is None

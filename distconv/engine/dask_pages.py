@@ -38,6 +38,9 @@ class JoinPages(SchedulerPlugin):
     def update_graph(self, scheduler, **kwargs):
         self.begin()
 
+    async def close(self):
+        self._begun.set()  # a scheduler closed before its pages: none imported for it
+
     def begin(self):
         if self._begun.is_set():
             return

@@ -180,14 +180,15 @@ def start_ahead(cfg: dict) -> bool:
 
 
 def _take_ahead(cfg=None):
-    """The cluster start_ahead started (for ``cfg``, the same config, where one is given), once
-    its start has ended; None where there is none. It is the caller's from then on."""
+    """The cluster start_ahead started (for ``cfg``, an equal config, where one is given: ``cluster``
+    loads its config again), once its start has ended; None where there is none. It is the
+    caller's from then on."""
     global _ahead
     ahead = _ahead
-    if ahead is None or (cfg is not None and ahead["cfg"] is not cfg):
+    if ahead is None or (cfg is not None and ahead["cfg"] != cfg):
         return None
+    ahead["thread"].join()  # Ctrl-C meanwhile: still there for release_ahead to close
     _ahead = None
-    ahead["thread"].join()
     return ahead
 
 

@@ -66,11 +66,12 @@ def _run(args: RunArgs, cfg: dict | None, cfg_problem: str | None, current: list
     if args.dry_run:
         return _dry_run(args, cfg, cfg_problem)
     warmed = cfg is not None and warm_workers(cfg)  # the workers' imports run beside the check
-    if warmed:
-        start_ahead(cfg)  # and the cluster starts beside it (a failed check stops it)
-    # a fresh node's kernels built beside the check and the cluster's start, not in the blocks
-    builds = KernelBuilds.start(cfg) if warmed else None
-    try:
+    builds = None
+    try:  # what is started ahead is ended below, whatever stops the command on the way
+        if warmed:
+            start_ahead(cfg)  # and the cluster starts beside it (a failed check stops it)
+            # a fresh node's kernels built beside the check and the cluster's start, not in the blocks
+            builds = KernelBuilds.start(cfg)
         return _checked_run(args, cfg, cfg_problem, current, started, handed_start, builds)
     finally:
         if builds is not None:
