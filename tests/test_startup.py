@@ -122,62 +122,9 @@ def _command_files(tmp_path, sigma="1.0"):
     return x, params
 
 
-def _clusters_started(monkeypatch) -> list:
-    """The local clusters started from now on (cluster._start_local's), in a list."""
-    from distconv.session import cluster as cl
-
-    started, real = [], cl._start_local
-    monkeypatch.setattr(cl, "_start_local", lambda cfg, stack: started.append(real(cfg, stack)) or started[-1])
-    return started
-
-
-@pytest.mark.slow
-def test_a_commands_cluster_starts_beside_its_check(tmp_path, monkeypatch, capsys):
-    """The cluster is started as the command starts and is up while the check is still on its
-    first workflow; the run adopts it."""
-    from distconv import batch
-    from distconv.session import cluster as cl
-    from distconv.session import command, interrupt
-
-    x, params = _command_files(tmp_path)
-    seen, real = [], batch.load
-
-    def load(path):
-        ahead = cl._ahead
-        seen.append(ahead is not None)
-        ahead["thread"].join(120)
-        seen.append("owned" in ahead)  # up before the check has read its workflow
-        return real(path)
-
-    monkeypatch.setattr(batch, "load", load)
-    with interrupt.cli_policy():
-        assert command.run(params) == 0, capsys.readouterr().err
-    assert seen == [True, True] and cl._ahead is None
-    np.testing.assert_allclose(zarr.open_array(str(tmp_path / "out.zarr"))[...], ndi.gaussian_filter(x, 1.0),
-                               rtol=1e-5, atol=1e-6)
-
-
-@pytest.mark.slow
-def test_a_failed_check_stops_the_cluster_started_beside_it(tmp_path, monkeypatch, capsys):
-    from multiprocessing import forkserver as mp_forkserver
-
-    from distconv.session import cluster as cl
-    from distconv.session import command, forkserver, interrupt
-
-    _, params = _command_files(tmp_path, sigma="-1")
-    started = _clusters_started(monkeypatch)
-    with interrupt.cli_policy():
-        assert command.run(params) == 2
-    assert "sigma" in capsys.readouterr().err
-    assert len(started) == 1 and started[0].status.name == "closed"  # started, then stopped
-    assert cl._ahead is None and forkserver._ours is None
-    assert getattr(mp_forkserver._forkserver, "_forkserver_pid", None) is None
-    assert not (tmp_path / "out.zarr").exists()
-
-
 @pytest.mark.slow
 def test_killing_a_command_ends_its_cluster(tmp_path):
-    """SIGKILL of `distconv run` while its blocks run (the cluster started beside the check)
+    """SIGKILL of `distconv run` while its cluster writes its synthetic input
     leaves none of its processes: the workers' server and the workers go with it."""
     import os
     import signal
@@ -209,26 +156,10 @@ def test_killing_a_command_ends_its_cluster(tmp_path):
         cmd.kill()
 
 
-@pytest.mark.slow
-def test_a_command_adopts_the_cluster_started_beside_its_check(tmp_path, monkeypatch, capsys):
-    """One cluster per command: the run's ``cluster(cfg)`` (which loads ``cfg`` again, a new
-    dict) takes the one started beside the check instead of starting a second."""
-    from distconv.session import cluster as cl
-    from distconv.session import command, interrupt
-
-    x, params = _command_files(tmp_path)
-    started = _clusters_started(monkeypatch)
-    with interrupt.cli_policy():
-        assert command.run(params) == 0, capsys.readouterr().err
-    assert len(started) == 1 and cl._ahead is None
-    np.testing.assert_allclose(zarr.open_array(str(tmp_path / "out.zarr"))[...], ndi.gaussian_filter(x, 1.0),
-                               rtol=1e-5, atol=1e-6)
-
-
 def test_the_cluster_log_is_routed_once_by_two_threads_of_a_command():
-    """The cluster started beside the check routes the logs from its thread while the main
-    thread's ``cluster()`` may route them too (the thread still importing distributed): one of
-    them does, and the loggers are as before once both blocks have ended."""
+    """Two threads of a command entering ``command_logs`` at once (one still importing
+    distributed): one of them routes the logs, and the loggers are as before once both blocks
+    have ended."""
     import builtins
     import contextvars
     import logging
@@ -277,15 +208,12 @@ def test_the_cluster_log_is_routed_once_by_two_threads_of_a_command():
 
 
 @pytest.mark.slow
-def test_a_failure_as_the_kernel_builds_start_stops_the_cluster_started_beside_the_check(tmp_path, monkeypatch):
-    """What is started ahead (the cluster, the workers' server) is ended even where the command
-    stops before its check (here the kernels' build process could not start)."""
-    from distconv.session import builds
-    from distconv.session import cluster as cl
-    from distconv.session import command, forkserver, interrupt
+def test_a_failure_as_the_kernel_builds_start_ends_the_workers_server(tmp_path, monkeypatch):
+    """The workers' server started ahead is ended even where the command stops before its check
+    (here the kernels' build process could not start)."""
+    from distconv.session import builds, command, forkserver, interrupt
 
     _, params = _command_files(tmp_path)
-    started = _clusters_started(monkeypatch)
 
     def no_process(cfg):
         raise OSError("no process")
@@ -294,42 +222,6 @@ def test_a_failure_as_the_kernel_builds_start_stops_the_cluster_started_beside_t
     try:
         with interrupt.cli_policy(), pytest.raises(OSError, match="no process"):
             command.run(params)
-        assert cl._ahead is None and forkserver._ours is None
-        assert len(started) == 1 and started[0].status.name == "closed"
+        assert forkserver._ours is None
     finally:  # the old code's leftovers
-        with interrupt.cli_policy():
-            cl.release_ahead()
         forkserver.release_unheld()
-
-
-@pytest.mark.slow
-def test_ctrl_c_while_the_run_waits_for_the_cluster_started_ahead_leaves_it_to_be_closed(tmp_path):
-    """Ctrl-C while ``cluster()`` waits for the start beside the check: the cluster is still
-    the command's to close (release_ahead, in its ``finally``), not left running."""
-    from distconv.session import cluster as cl
-    from distconv.session import forkserver, interrupt
-    from distconv.session.config import load_config
-
-    _, params = _command_files(tmp_path)
-    cfg = load_config(params["cluster_path"])
-    with interrupt.cli_policy():
-        try:
-            assert cl.warm_workers(cfg) and cl.start_ahead(cfg)
-            thread, calls = cl._ahead["thread"], []
-
-            class Interrupted:  # the wait, interrupted once
-                def join(self, *args):
-                    if not calls:
-                        calls.append(1)
-                        raise KeyboardInterrupt
-                    thread.join(*args)
-
-            cl._ahead["thread"] = Interrupted()
-            with pytest.raises(KeyboardInterrupt):
-                cl._adopt(load_config(params["cluster_path"]))
-            ahead = cl._ahead
-            assert ahead is not None
-        finally:
-            cl.release_ahead()
-            forkserver.release_unheld()
-        assert ahead["owned"].status.name == "closed" and cl._ahead is None

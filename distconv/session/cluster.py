@@ -124,13 +124,9 @@ def _open(cfg: dict, quiet: bool, stack: contextlib.ExitStack):
             print(f"distconv: joined the running cluster at {doc['address']} (distconv cluster stop ends it)",
                   flush=True)
         return client, None
-    ahead = _adopt(cfg)
-    if ahead is not None:  # started beside the command's check
-        owned = stack.enter_context(ahead)
-    else:
-        if _worker_processes(cfg):
-            local.refuse_unguarded_script()
-        owned = _start_local(cfg, stack)
+    if _worker_processes(cfg):
+        local.refuse_unguarded_script()
+    owned = _start_local(cfg, stack)
     client = Client(owned)
     stack.callback(client.close)
     return client, owned
@@ -144,76 +140,6 @@ def _start_local(cfg: dict, stack: contextlib.ExitStack):
     # a command's cluster closes within a bound: workers in a restart loop do not outlive its work
     return stack.enter_context(local.running(cfg, security.for_cluster(cfg), fork=warm,
                                              close_timeout=CLOSE_WAIT_S if interrupt.in_command() else None))
-
-
-_ahead = None  # the cluster a command started beside its check: {cfg, thread, stack, then owned or error}
-
-
-def start_ahead(cfg: dict) -> bool:
-    """A command's local cluster started now, in a thread, while the command checks its
-    workflows (the workers' start is seconds of other processes' work: their imports, CUDA
-    contexts, registration); ``cluster(cfg)`` adopts it, ``release_ahead`` closes one never
-    adopted (a check that failed, nothing to run). Only inside a command (its logs go to the
-    cluster's log), for a config that starts one here: True when started."""
-    import contextvars
-    import threading
-
-    global _ahead
-    if _ahead is not None or not interrupt.in_command() or cfg["type"] == "address" or record.joinable(cfg):
-        return False
-    ahead = {"cfg": cfg, "stack": contextlib.ExitStack()}
-
-    def start():
-        try:
-            ahead["stack"].enter_context(interrupt.command_logs())
-            ahead["owned"] = _start_local(cfg, ahead["stack"])
-        except BaseException as e:  # noqa: BLE001 - raised where the cluster is adopted, as if started there
-            ahead["error"] = e
-            ahead["stack"].close()
-
-    # the thread runs in this context: it is the command's (where its cluster logs, its bounds)
-    ahead["thread"] = threading.Thread(target=contextvars.copy_context().run, args=(start,),
-                                       name="distconv-cluster-ahead", daemon=True)
-    ahead["thread"].start()
-    _ahead = ahead
-    return True
-
-
-def _take_ahead(cfg=None):
-    """The cluster start_ahead started (for ``cfg``, an equal config, where one is given: ``cluster``
-    loads its config again), once its start has ended; None where there is none. It is the
-    caller's from then on."""
-    global _ahead
-    ahead = _ahead
-    if ahead is None or (cfg is not None and ahead["cfg"] != cfg):
-        return None
-    ahead["thread"].join()  # Ctrl-C meanwhile: still there for release_ahead to close
-    _ahead = None
-    return ahead
-
-
-def _adopt(cfg: dict):
-    """The cluster start_ahead started for ``cfg``, as a context that closes it; None where
-    there is none."""
-    ahead = _take_ahead(cfg)
-    if ahead is None:
-        return None
-    if "error" in ahead:
-        raise ahead["error"]
-
-    @contextlib.contextmanager
-    def held():
-        with ahead["stack"]:
-            yield ahead["owned"]
-
-    return held()
-
-
-def release_ahead():
-    """Close the cluster start_ahead started that no ``cluster()`` adopted."""
-    ahead = _take_ahead()
-    if ahead is not None:
-        ahead["stack"].close()
 
 
 @contextlib.contextmanager

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from . import forkserver, handoff
 from .builds import KernelBuilds, message
-from .cluster import cluster, release_ahead, start_ahead, warm_workers
+from .cluster import cluster, warm_workers
 from .config import ClusterConfigError, load_config
 from .interrupt import current_log, log_offset, log_since
 
@@ -68,16 +68,13 @@ def _run(args: RunArgs, cfg: dict | None, cfg_problem: str | None, current: list
     warmed = cfg is not None and warm_workers(cfg)  # the workers' imports run beside the check
     builds = None
     try:  # what is started ahead is ended below, whatever stops the command on the way
-        if warmed:
-            start_ahead(cfg)  # and the cluster starts beside it (a failed check stops it)
-            # a fresh node's kernels built beside the check and the cluster's start, not in the blocks
+        if warmed:  # a fresh node's kernels built beside the check and the cluster's start, not in the blocks
             builds = KernelBuilds.start(cfg)
         return _checked_run(args, cfg, cfg_problem, current, started, handed_start, builds)
     finally:
         if builds is not None:
             builds.stop()
-        if warmed:  # started ahead for a cluster no run used: ended, as the cluster would have
-            release_ahead()
+        if warmed:  # started ahead for a cluster that did not start: ended, as the cluster would have
             forkserver.release_unheld()
 
 
