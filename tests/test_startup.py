@@ -156,57 +156,6 @@ def test_killing_a_command_ends_its_cluster(tmp_path):
         cmd.kill()
 
 
-def test_the_cluster_log_is_routed_once_by_two_threads_of_a_command():
-    """Two threads of a command entering ``command_logs`` at once (one still importing
-    distributed): one of them routes the logs, and the loggers are as before once both blocks
-    have ended."""
-    import builtins
-    import contextvars
-    import logging
-    import threading
-
-    import distributed  # noqa: F401
-
-    from distconv.session import interrupt
-
-    names = interrupt.LOG_NAMES
-    before = {n: (list(logging.getLogger(n).handlers), logging.getLogger(n).propagate) for n in names}
-    inside, go, routes, real = threading.Event(), threading.Event(), [], builtins.__import__
-
-    def slow_import(name, *args, **kwargs):  # the thread's import of distributed, held until the main one routed
-        if name == "distributed" and threading.current_thread().name == "ahead":
-            inside.set()
-            go.wait(60)
-        return real(name, *args, **kwargs)
-
-    real_logs_to = interrupt.logs_to
-
-    def logs_to(path):
-        routes.append(threading.current_thread().name)
-        return real_logs_to(path)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(builtins, "__import__", slow_import)
-        mp.setattr(interrupt, "logs_to", logs_to)
-        with interrupt.cli_policy():
-            ended = threading.Event()
-
-            def ahead():
-                with interrupt.command_logs():
-                    ended.wait(60)
-
-            thread = threading.Thread(target=contextvars.copy_context().run, args=(ahead,), name="ahead")
-            thread.start()
-            assert inside.wait(60)
-            with interrupt.command_logs():
-                go.set()
-                ended.set()
-                thread.join(60)
-    assert routes == ["MainThread"], routes
-    after = {n: (list(logging.getLogger(n).handlers), logging.getLogger(n).propagate) for n in names}
-    assert after == before
-
-
 @pytest.mark.slow
 def test_a_failure_as_the_kernel_builds_start_ends_the_workers_server(tmp_path, monkeypatch):
     """The workers' server started ahead is ended even where the command stops before its check

@@ -102,30 +102,18 @@ def log_since(offset: int | None) -> list[str]:
     return text.splitlines()[-LOG_LINES:]
 
 
-_routing = threading.Lock()
-
-
 @contextlib.contextmanager
 def command_logs():
     """Inside cli_policy (a command), the cluster's loggers in this process write to the cluster
     log (cluster_log) instead of the terminal for the block, distributed imported first (it puts
     its terminal handler on as it is imported); elsewhere nothing changes."""
-    changed = _cli.get()
-    if changed is None:
+    if not in_command():
         yield
         return
     import distributed  # noqa: F401
 
-    with _routing:  # a command's cluster started in a thread beside it: one of the two routes
-        routed, changed["routed"] = changed.get("routed"), True
-    if routed:  # routed by an enclosing block, or by the other thread's
+    with logs_to(cluster_log()):
         yield
-        return
-    try:
-        with logs_to(cluster_log()):
-            yield
-    finally:
-        changed["routed"] = False
 
 
 @contextlib.contextmanager
