@@ -123,8 +123,7 @@ def import_each(names):
 def warm(imports=(), gpu_imports=(), cpu_imports=()):
     """Import what a block needs (``imports``, then ``gpu_imports`` on a worker with a GPU, else
     ``cpu_imports``: what distconv's own workers import before they fork,
-    session.worker_imports); on a GPU make the CUDA context (distconv's clusters register their
-    workers before it exists), page-lock the staging a block uses, make nvCOMP's first calls and
+    session.worker_imports); on a GPU page-lock the staging a block uses, make nvCOMP's first calls and
     reserve device memory on the streams the blocks and batch readers use. Any failure is left
     for the first block to meet (this is only a head start)."""
     from ..backends.devices import gpu_count

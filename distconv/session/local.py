@@ -5,7 +5,6 @@ environment given back as found once it has closed."""
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import sys
 
@@ -48,8 +47,10 @@ def make_cluster(cfg: dict, security=None):
         if cfg["n_workers"]:
             kw["n_workers"] = cfg["n_workers"]
         # each worker page-locks the engine's staging as it starts (engine/prewarm.py)
-        return _cuda_cluster()(protocol=protocol, host=cfg["host"], threads_per_worker=threads,
-                               security=security, preload=["distconv.engine.prewarm"], **kw, **common)
+        from dask_cuda import LocalCUDACluster
+
+        return LocalCUDACluster(protocol=protocol, host=cfg["host"], threads_per_worker=threads,
+                                security=security, preload=["distconv.engine.prewarm"], **kw, **common)
     from distributed import LocalCluster
 
     if cfg["processes"]:
@@ -59,26 +60,6 @@ def make_cluster(cfg: dict, security=None):
         common["env"] = {"CUDA_VISIBLE_DEVICES": ""}
     return LocalCluster(n_workers=n, threads_per_worker=threads, processes=cfg["processes"],
                         security=security, **common)
-
-
-@functools.cache
-def _cuda_cluster():
-    """dask_cuda's LocalCUDACluster, its workers registering before their CUDA context exists:
-    dask_cuda's preload makes it first, on the worker's event loop (0.5-2 s a worker when several
-    GPUs of a node start at once), where distconv's warm-up (engine/prewarm.py) makes it in a
-    thread beside the registration and the job's submission. Over TCP its moment does not
-    matter (UCX, which needs it first, is not what distconv's clusters speak)."""
-    from dask_cuda import LocalCUDACluster
-
-    class CudaCluster(LocalCUDACluster):
-        def scale(self, n=0, memory=None, cores=None):
-            # LocalCUDACluster asks for the context in its workers' spec just before it scales
-            argv = self.new_spec["options"].get("preload_argv")
-            if self.scheduler_address.startswith(("tcp", "tls")) and argv and argv[-1] == "--create-cuda-context":
-                self.new_spec["options"]["preload_argv"] = [*argv[:-1], "--no-create-cuda-context"]
-            return super().scale(n, memory=memory, cores=cores)
-
-    return CudaCluster
 
 
 def refuse_unguarded_script():
