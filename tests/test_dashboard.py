@@ -356,7 +356,7 @@ def test_ctrl_c_cancels_only_the_runs_futures_and_leaves_the_scheduler_log_clean
     handler = Keep(logging.ERROR)
     for name in ("distributed.core", "distributed.scheduler", "distributed.batched"):
         logging.getLogger(name).addHandler(handler)
-    monkeypatch.setattr(compute, "rehearse_on_hosts", lambda client, job: [])
+    monkeypatch.setattr(compute, "prepare_workers", lambda client, job: [])
     try:
         from distconv.engine import ownership
 

@@ -190,3 +190,38 @@ def test_no_second_compile_while_one_runs(tmp_path, monkeypatch):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_worker_launches_a_jobs_kernels_once_before_its_blocks(tmp_path, monkeypatch):
+    """rehearsal.prepare: the first job of its kernels in a worker process runs block 0's stage
+    on zeros (no encode: the warm-up made the codec's first calls); the same job again, or a
+    job of the same steps and shapes on other paths and runs, runs nothing; the node's cache is
+    built only where asked (one worker a host)."""
+    import dataclasses
+
+    import zarr
+
+    from distconv import batch
+    from distconv.batch import direct
+    from distconv.engine import rehearsal
+
+    z = zarr.create_array(str(tmp_path / "in.zarr"), shape=(50, 40), chunks=(10, 40), dtype="float32")
+    z[...] = 1.0
+    (tmp_path / "wf.yaml").write_text(f"input: {{path: {tmp_path / 'in.zarr'}}}\n"
+                                      "steps: [{op: gaussian_filter, sigma: 1.0}]\n"
+                                      f"outputs: {{path: {tmp_path / 'out.zarr'}}}\n")
+    job = direct.direct_job(batch.load(str(tmp_path / "wf.yaml")), False)[0]
+    assert job is not None
+    ran, built = [], []
+    monkeypatch.setattr(rehearsal, "_launched", set())
+    monkeypatch.setattr(rehearsal, "rehearse",
+                        lambda j, encode=True: ran.append(encode) or rehearsal._launched.add(rehearsal._kernels_of(j)))
+    monkeypatch.setattr(rehearsal, "rehearse_once", lambda j: built.append(j) or {"built": 3, "seconds": 0.1,
+                                                                                   "skipped": False})
+    assert rehearsal.prepare(job, False)["skipped"] and ran == [False] and built == []
+    again = dataclasses.replace(job, src="elsewhere.zarr", dst="other.zarr", run="r2")
+    assert rehearsal.prepare(again, False)["skipped"] and ran == [False]
+    assert rehearsal.prepare(again, True)["built"] == 3 and built == [again] and ran == [False]
+    other = dataclasses.replace(job, in_shape=(60, 40))
+    rehearsal.prepare(other, False)
+    assert ran == [False, False]

@@ -102,6 +102,10 @@ class Host:
     def warm_frames(self, frame_nbytes: int, align: int):
         """The codec's first calls, made ahead of the first block's (nothing to warm here)."""
 
+    def warm_kernels(self):
+        """The library kernels every block launches, loaded ahead of the first block (nothing
+        to load here)."""
+
     def reserve(self, per_stream: dict):
         """Memory the blocks will take ({slot: bytes}), taken from the system ahead of them
         (nothing here)."""
@@ -200,6 +204,12 @@ class Cuda(Host):
 
         encoded = zstd.encode_frames(cupy.zeros(frame_nbytes, cupy.uint8), frame_nbytes, align)
         zstd.decode_frames(*encoded, frame_nbytes, np.uint8)
+
+    def warm_kernels(self):
+        """CuPy's own kernels of every block (backends.cuda.loader.warm_cupy)."""
+        from .cuda import loader
+
+        loader.warm_cupy()
 
     def reserve(self, per_stream: dict):
         """Device memory taken from the driver on each stream that will use it ({slot: bytes},

@@ -30,6 +30,19 @@ def array_module(a):
     return np
 
 
+def own_slice(flat, start: int, stop: int):
+    """``flat[start:stop]`` of a 1-D array as an array of its own over the same memory. CuPy
+    views keep their base's 64-bit indexing (a base over 2 GiB: a batch's decoded chunks), so
+    their copies ran slower kernels than a block-sized array's, and other ones than those a
+    worker had loaded before its blocks (engine/rehearsal.py); a span under 2 GiB indexes
+    with 32 bits."""
+    if not is_cupy(flat):
+        return flat[start:stop]
+    import cupy
+
+    return cupy.ndarray((stop - start,), flat.dtype, memptr=flat.data + start * flat.dtype.itemsize)
+
+
 def to_host(a) -> np.ndarray:
     return a.get() if is_cupy(a) else np.asarray(a)
 

@@ -88,7 +88,7 @@ def _graph(plan: Plan, dst: str, claim: Claim, client, attrs, dims, codec, stora
         Location(dst).child(BLOCKS).make_dir()
         placed = workers(client)
         if job.gpu and placed:
-            built = [r for r in rehearse_on_hosts(client, job) if r and r["built"]]
+            built = [r for r in prepare_workers(client, job) if r and r["built"]]
             if built:  # the first job of these steps on a node: said once, as `distconv run` says it
                 print(f"distconv: built {sum(r['built'] for r in built)} GPU kernels for these steps on "
                       f"{len(built)} node(s) in {max(r['seconds'] for r in built):.1f} s, before the blocks "
@@ -120,17 +120,20 @@ def _note_block(exc: Exception, plan: Plan, dst: str):
                      f"{note['input']!r} -> {dst!r}")
 
 
-def rehearse_on_hosts(client, job) -> list:
-    """The job's kernels built by one worker of each host before its blocks run (rehearsal.py:
-    left to the blocks, every worker of a fresh node compiled them at once); a host that built
-    them for `distconv run` beside its cluster's start, or for an earlier job, only looks them
-    up. Returns each host's {"built", "seconds", "skipped"} (None where it failed: its blocks
-    build what they need)."""
-    hosts: dict = {}
-    for address, info in client.scheduler_info()["workers"].items():
-        hosts.setdefault(info.get("host", address), address)
-    futures = [client.submit(_rehearsed, job, key=f"distconv-kernels-{job.run}-{k}", workers=[address],
-                             allow_other_workers=False, pure=False) for k, address in enumerate(hosts.values())]
+def prepare_workers(client, job) -> list:
+    """Before a job's blocks, on every worker (rehearsal.prepare): its kernels built by one worker
+    of each host (left to the blocks, every worker of a fresh node compiled them at once; a host
+    that built them for `distconv run` beside its cluster's start, or for an earlier job, only
+    looks them up), then launched once in each worker process while its device is idle.
+    Returns each worker's {"built", "seconds", "skipped"} (None where it failed: its blocks
+    build and load what they need)."""
+    builders = {}
+    infos = client.scheduler_info()["workers"]
+    for address, info in infos.items():
+        builders.setdefault(info.get("host", address), address)
+    futures = [client.submit(_prepared, job, address in builders.values(), key=f"distconv-kernels-{job.run}-{k}",
+                             workers=[address], allow_other_workers=False, pure=False)
+               for k, address in enumerate(infos)]
     try:
         return client.gather(futures)
     except BaseException:  # Ctrl-C: nothing of this run stays on a kept cluster
@@ -138,11 +141,11 @@ def rehearse_on_hosts(client, job) -> list:
         raise
 
 
-def _rehearsed(job):
-    from .rehearsal import rehearse_once
+def _prepared(job, build: bool):
+    from .rehearsal import prepare
 
     try:
-        return rehearse_once(job)
+        return prepare(job, build)
     except Exception:  # noqa: BLE001 - a head start only
         return None
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.arrays import array_module, own_slice
 from ..core.frames import aligned_up
 from . import chunk_heads, shards
 from .location import join, read_into, size
@@ -94,8 +95,6 @@ def gather(parts, lo: int, hi: int):
     rows a..b (in row order, covering lo..hi) from the frames ``flat`` (chunk-major, numpy or
     cupy) of ``chunks``. Each row is copied once, from the chunk rows holding it, into one new
     array padded to whole chunks on the other axes; returns the view of its real extent."""
-    from ..core.arrays import array_module
-
     flat0, ch0 = parts[0][:2]
     layout = ch0.layout
     grid, inner = layout.shard_grid(1)[1:], layout.inner  # chunks along axes 1..; chunk shape
@@ -117,5 +116,5 @@ def _copy_rows(flat, ch: Chunks, a: int, b: int, dest) -> None:
     for k in range((a - ch.row0) // c0, -(-(b - ch.row0) // c0)):
         top = ch.row0 + k * c0
         r0, r1 = max(a, top), min(b, top + c0)
-        rows = flat[k * elems:(k + 1) * elems].reshape(tuple(grid) + tuple(inner)).transpose(order)
+        rows = own_slice(flat, k * elems, (k + 1) * elems).reshape(tuple(grid) + tuple(inner)).transpose(order)
         dest[r0 - a:r1 - a].reshape((r1 - r0,) + pairs)[...] = rows[r0 - top:r1 - top]

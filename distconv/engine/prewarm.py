@@ -1,7 +1,8 @@
 """A GPU worker's one-time costs, paid as it starts instead of inside its first blocks.
 
 A fresh worker's first blocks page-lock their staging buffers (each I/O slot's encoded frames,
-~1 GiB; the batch reader's two file pieces) and make nvCOMP's first calls, which made a cold
+~1 GiB; the batch reader's two file pieces), make nvCOMP's first calls and load CuPy's kernels
+(NVRTC's version asked by an empty compile, then each from the cache), which made a cold
 job's first blocks several times slower than later ones: page-locking serializes with the job's
 own CUDA calls. A GPU worker of a cluster distconv starts (session.local.make_cluster preloads
 this module) runs ``warm`` in a thread from its start, beside its registration with the
@@ -123,9 +124,11 @@ def import_each(names):
 def warm(imports=(), gpu_imports=(), cpu_imports=()):
     """Import what a block needs (``imports``, then ``gpu_imports`` on a worker with a GPU, else
     ``cpu_imports``: what distconv's own workers import before they fork,
-    session.worker_imports); on a GPU page-lock the staging a block uses, make nvCOMP's first calls and
-    reserve device memory on the streams the blocks and batch readers use. Any failure is left
-    for the first block to meet (this is only a head start)."""
+    session.worker_imports); on a GPU page-lock the staging a block uses, make nvCOMP's first calls
+    and reserve device memory on the streams the blocks and batch readers use, while a thread
+    beside it loads CuPy's kernels that every block launches (NVRTC and the driver's loads let
+    go of the GIL, page-locking too). Any failure is left for the first block to meet (this is
+    only a head start)."""
     from ..backends.devices import gpu_count
 
     device_imports = (gpu_imports if gpu_count() else cpu_imports) if gpu_imports or cpu_imports else ()
@@ -139,6 +142,9 @@ def warm(imports=(), gpu_imports=(), cpu_imports=()):
         gpu = device(True)
         if not gpu.frames:
             return
+        kernels = threading.Thread(target=_quietly, args=(gpu.warm_kernels,), name="distconv-prewarm-kernels",
+                                   daemon=True)
+        kernels.start()
         # in the order a job's first block needs them: its batch's files go through the pieces
         # (a cold job's first batch waited ~1 s for them behind the rest of this warm-up), then
         # nvCOMP decodes, later the block encodes into its slot's buffer
@@ -151,5 +157,13 @@ def warm(imports=(), gpu_imports=(), cpu_imports=()):
                      **{slot: 4 * GPU_CHUNK_BYTES for slot in range(settings.io_slots(True))}})
         for slot in range(settings.io_slots(True)):
             gpu.staging(slot, (GPU_CHUNK_BYTES,), np.uint8, name="encoded")
+        kernels.join()  # the warm-up has ended once both have
     except Exception:  # noqa: BLE001 - the first blocks pay these costs instead
+        pass
+
+
+def _quietly(work):
+    try:
+        work()
+    except Exception:  # noqa: BLE001 - the first blocks load what is left
         pass

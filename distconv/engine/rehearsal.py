@@ -7,6 +7,11 @@ first job several times slower than the same job with the cache filled. ``rehear
 stage of a job's first block on zeros — the chain, the scan and its carry, the histogram, the encode
 — in a process of its own that `distconv run` starts while its cluster starts
 (session.builds.KernelBuilds), so the blocks find every kernel they launch in the cache.
+
+A kernel found in the cache is still loaded at its first launch in each process, and a load
+while the device runs other blocks waits for them (~0.1 s on an H200, in every I/O slot of a
+worker's first job): ``prepare`` runs the same stage once in every worker process before a job
+of new kernels, while its device is idle.
 """
 
 from __future__ import annotations
@@ -28,26 +33,50 @@ from .slots import Clock
 MARKS = "distconv-rehearsed"  # the kernel cache's folder of rehearsed jobs' marks
 
 
-def rehearse(job: Job) -> dict:
+_launched: set = set()  # this process's jobs (their kernels' identity) whose stage ran here
+
+
+def rehearse(job: Job, encode: bool = True) -> dict:
     """Block 0's device stage of ``job`` on zeros of its exact shape and dtype, on this process's
-    GPU: {"built": kernels added to the node's cache, "seconds": how long it took}. (Its parts
-    run one after another: with the chain and the encode in threads of their own, the blocks
-    still built a kernel of the chain that the rehearsal had not.)"""
+    GPU (on I/O slot 0's stream: a worker's blocks of another job may be running), and its
+    encode unless not ``encode``: {"built": kernels added to the node's cache, "seconds": how
+    long it took}. (Its parts run one after another: with the chain and the encode in threads
+    of their own, the blocks still built a kernel of the chain that the rehearsal had not.)"""
     dev = device(True)
     dev.zeros((1,), np.uint8)  # the CUDA context first, once
     before, t = dev.kernels_cached(), time.perf_counter()
-    rows = block_rows(job, 0)
-    step = dataclasses.replace(job, part="local") if job.carried else job  # its scan's total too
-    out, total = device_stage(step, _rows_on_device(job, rows, dev), rows, Clock(True))
-    if total is not None:  # the seed by a carry
-        out = job.scan.seed(out, job.scan.combine(None, to_host(total)))
-    if job.edges is not None:
-        from .. import backends
+    dev.warm_kernels()  # those every worker's warm-up loads (prewarm.py), found in the cache then
+    with dev.turn(0):
+        rows = block_rows(job, 0)
+        step = dataclasses.replace(job, part="local") if job.carried else job  # its scan's total too
+        out, total = device_stage(step, _rows_on_device(job, rows, dev), rows, Clock(True))
+        if total is not None:  # the seed by a carry
+            out = job.scan.seed(out, job.scan.combine(None, to_host(total)))
+        if job.edges is not None:
+            from .. import backends
 
-        backends.counts(out, job.edges, job.uniform)
-    shards.encode_block(job.layout, out, dev.encoder(0))
-    dev.sync()
+            backends.counts(out, job.edges, job.uniform)
+        if encode:
+            shards.encode_block(job.layout, out, dev.encoder(0))
+        dev.sync()
+    _launched.add(_kernels_of(job))
     return {"built": dev.kernels_cached() - before, "seconds": round(time.perf_counter() - t, 2)}
+
+
+def _kernels_of(job: Job) -> str:
+    """What a job's kernels depend on: the job without its paths, run and claim."""
+    return repr(dataclasses.replace(job, src="", dst="", run="", owner=None, batches=(), source=None))
+
+
+def prepare(job: Job, build: bool) -> dict:
+    """(On a worker, before the job's blocks.) The job's kernels built into the node's cache
+    where ``build`` (rehearse_once: one worker a host) and launched once in this process
+    (rehearse without the encode, whose first calls the warm-up made; nothing where a job of
+    the same kernels ran here): {"built", "seconds", "skipped": the node had them built}."""
+    done = rehearse_once(job) if build else {"built": 0, "seconds": 0.0, "skipped": True}
+    if _kernels_of(job) not in _launched:
+        rehearse(job, encode=False)
+    return done
 
 
 def rehearse_once(job: Job) -> dict:
@@ -60,7 +89,7 @@ def rehearse_once(job: Job) -> dict:
 
     folder, build = device(True).kernel_cache()
     codecs = input_array(job).metadata.to_dict().get("codecs")
-    what = repr((dataclasses.replace(job, src="", dst="", run="", owner=None, batches=(), source=None), codecs, build))
+    what = repr((_kernels_of(job), codecs, build))
     mark = Path(folder) / MARKS / hashlib.sha256(what.encode()).hexdigest()[:32]
     if mark.exists():
         return {"built": 0, "seconds": 0.0, "skipped": True}

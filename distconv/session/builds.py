@@ -112,7 +112,7 @@ def rehearsed_here() -> bool:
     """Has this node rehearsed any job (a mark in its kernel cache)? Then `distconv run` starts no
     rehearsal of its own: beside the check, its imports slow the check down, and a job whose kernels
     are new to the node is rehearsed by one worker of each host before its blocks
-    (engine.compute.rehearse_on_hosts)."""
+    (engine.compute.prepare_workers)."""
     from ..backends.cuda.loader import cache_dir
     from ..engine.rehearsal import MARKS  # (the engine: imported by the check anyway)
 

@@ -137,6 +137,29 @@ def template(name: str, *args) -> str:
     return f"{name}<{', '.join(parts)}>"
 
 
+def warm_cupy():
+    """CuPy's own kernels that blocks launch, loaded into this process ahead of its first block
+    (engine/prewarm.py), and built into the node's cache on a fresh node (engine/rehearsal.py):
+    the strided copies of block rows out of decoded chunks (engine/plain_chunks.gather sees a
+    chunk row's frames as up to 2 n - 1 axes) and of trims, and the finite check before a
+    correlate (convolve.finite: isfinite, then CUB's two-pass ``all``, whose source holds its
+    block size: 512 threads from 2048 items a pass on). A process's first CuPy kernel of a set
+    of compile options first asks NVRTC for its version by compiling an empty file, and each
+    kernel is loaded at its first launch: a fresh worker's first blocks paid these at once in
+    every slot. float32 here; a kernel of another dtype or shape then loads from the cache in
+    about a millisecond."""
+    import cupy
+
+    for nd in range(1, 6):
+        src = cupy.zeros((3,) * nd, cupy.float32)
+        cupy.ascontiguousarray(src.T)  # every axis strided, into a new array
+        dst = cupy.empty((3,) * nd, cupy.float32)
+        dst[(slice(0, 2),) * nd] = src[(slice(1, 3),) * nd]  # a view into a view
+    for dtype in (cupy.float32, cupy.float64):
+        bool(cupy.isfinite(cupy.zeros(2048 * 2048, dtype)).all())
+    cupy.cuda.get_current_stream().synchronize()
+
+
 def cache_dir() -> str:
     """CuPy's kernel cache folder (CUPY_CACHE_DIR, default ~/.cupy/kernel_cache): compiled
     modules on disk, shared by every process of the node, so a kernel is built once a node."""
