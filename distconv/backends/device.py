@@ -197,13 +197,19 @@ class Cuda(Host):
         return lambda block, n, align: host(transfer.to_host(block), n, align)
 
     def warm_frames(self, frame_nbytes: int, align: int):
-        """One frame of zeros encoded and decoded by nvCOMP."""
+        """Frames of zeros, of noise and of a quantized smooth field (as measured data is)
+        encoded and decoded by nvCOMP: each takes kernels of its own (runs, raw blocks,
+        literals and matches with their entropy coding), loaded at their first launch, which
+        inside a job waits for the busy device."""
         import cupy
 
         from .cuda import zstd
 
-        encoded = zstd.encode_frames(cupy.zeros(frame_nbytes, cupy.uint8), frame_nbytes, align)
-        zstd.decode_frames(*encoded, frame_nbytes, np.uint8)
+        i = cupy.arange(frame_nbytes // 4, dtype=cupy.uint32)
+        field = cupy.round((cupy.sin(i / 977.0) + ((i * 2654435761) >> 28) / 64.0) * 256) / 256
+        for data in (cupy.zeros(frame_nbytes // 4, cupy.uint32), i * 2654435761, field.astype(cupy.float32)):
+            encoded = zstd.encode_frames(data.view(cupy.uint8), frame_nbytes, align)
+            zstd.decode_frames(*encoded, frame_nbytes, np.uint8)
 
     def warm_kernels(self):
         """CuPy's own kernels of every block (backends.cuda.loader.warm_cupy)."""
