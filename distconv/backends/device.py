@@ -96,7 +96,8 @@ class Host:
         return self.decode_frames(src, starts, sizes, frame_nbytes, dtype)
 
     def encoder(self, slot):
-        """encode_frames(block, frame_nbytes, align) for blocks on this device."""
+        """encode_frames(block, frame_nbytes, align) for blocks on this device, into the pinned
+        buffer of I/O ``slot`` (None: a buffer of their own)."""
         return implementation("zstd", "encode_frames", "numpy")
 
     def warm_frames(self, frame_nbytes: int, align: int):

@@ -38,8 +38,8 @@ _launched: set = set()  # this process's jobs (their kernels' identity) whose st
 
 def rehearse(job: Job, encode: bool = True) -> dict:
     """Block 0's device stage of ``job`` on zeros of its exact shape and dtype, on this process's
-    GPU (on I/O slot 0's stream: a worker's blocks of another job may be running), and its
-    encode unless not ``encode``: {"built": kernels added to the node's cache, "seconds": how
+    GPU (on I/O slot 0's stream: a worker's blocks of another job may be running beside it), and
+    its encode unless not ``encode``: {"built": kernels added to the node's cache, "seconds": how
     long it took}. (Its parts run one after another: with the chain and the encode in threads
     of their own, the blocks still built a kernel of the chain that the rehearsal had not.)"""
     dev = device(True)
@@ -56,8 +56,8 @@ def rehearse(job: Job, encode: bool = True) -> dict:
             from .. import backends
 
             backends.counts(out, job.edges, job.uniform)
-        if encode:
-            shards.encode_block(job.layout, out, dev.encoder(0))
+        if encode:  # into pinned memory of its own: a block of another job may hold slot 0's
+            shards.encode_block(job.layout, out, dev.encoder(None))
         dev.sync()
     _launched.add(_kernels_of(job))
     return {"built": dev.kernels_cached() - before, "seconds": round(time.perf_counter() - t, 2)}

@@ -162,3 +162,25 @@ if __name__ == "__main__":
     for out in ("a.zarr", "b.zarr"):
         np.testing.assert_allclose(zarr.open_array(str(tmp_path / out), mode="r")[...], ndi.gaussian_filter(x, 2.0),
                                    rtol=1e-5, atol=1e-5)
+
+
+def test_a_rehearsal_leaves_the_frames_slot_0_holds_alone(tmp_path):
+    """A worker rehearses a job of new kernels while a block of another job may hold I/O slot 0's
+    encoded frames until they are written (a kept cluster, two clients): the rehearsal's encode
+    goes to pinned memory of its own, and slot 0's frames stay as they were."""
+    from distconv import batch
+    from distconv.backends.cuda import transfer
+    from distconv.batch import direct
+    from distconv.engine.rehearsal import rehearse
+
+    src = tmp_path / "in.zarr"
+    z = zarr.create_array(str(src), shape=(203, 161), chunks=(16, 161), dtype="float32")
+    z[...] = np.random.default_rng(5).standard_normal((203, 161), dtype=np.float32)
+    wf = tmp_path / "wf.yaml"
+    wf.write_text(yaml.safe_dump({"input": {"path": str(src)}, "steps": CASES["conv5"][2], "device": "gpu",
+                                  "outputs": {"path": str(tmp_path / "out.zarr")}}))
+    job = direct.direct_job(batch.load(str(wf)), True)[0]
+    held = transfer.staging(0, "encoded", 1 << 20)
+    held[:] = 7
+    rehearse(job)
+    assert (held == 7).all()
