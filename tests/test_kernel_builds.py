@@ -213,11 +213,17 @@ def test_a_worker_launches_a_jobs_kernels_once_before_its_blocks(tmp_path, monke
     job = direct.direct_job(batch.load(str(tmp_path / "wf.yaml")), False)[0]
     assert job is not None
     ran, built = [], []
-    monkeypatch.setattr(rehearsal, "_launched", set())
-    monkeypatch.setattr(rehearsal, "rehearse",
-                        lambda j, encode=True: ran.append(encode) or rehearsal._launched.add(rehearsal._kernels_of(j)))
-    monkeypatch.setattr(rehearsal, "rehearse_once", lambda j: built.append(j) or {"built": 3, "seconds": 0.1,
-                                                                                   "skipped": False})
+    monkeypatch.setattr(rehearsal, "_launched", {})
+
+    def rehearse(j, encode=True):
+        ran.append(encode)
+        rehearsal._launched[rehearsal._kernels_of(j)] = True
+
+    monkeypatch.setattr(rehearsal, "rehearse", rehearse)
+    (tmp_path / "mark").touch()  # the host's build is done: nothing to wait for
+    monkeypatch.setattr(rehearsal, "_mark", lambda j: tmp_path / "mark")
+    monkeypatch.setattr(rehearsal, "rehearse_once",
+                        lambda j: built.append(j) or {"built": 3, "seconds": 0.1, "skipped": False})
     assert rehearsal.prepare(job, False)["skipped"] and ran == [False] and built == []
     again = dataclasses.replace(job, src="elsewhere.zarr", dst="other.zarr", run="r2")
     assert rehearsal.prepare(again, False)["skipped"] and ran == [False]
@@ -225,3 +231,43 @@ def test_a_worker_launches_a_jobs_kernels_once_before_its_blocks(tmp_path, monke
     other = dataclasses.replace(job, in_shape=(60, 40))
     rehearsal.prepare(other, False)
     assert ran == [False, False]
+
+
+def test_a_worker_waits_for_its_hosts_build_only_while_one_runs(tmp_path, monkeypatch):
+    """rehearsal._wait_for_build: back at once where the mark exists; while the host's builder
+    works (its file beside the mark) the wait goes on until the mark comes; a builder that ended
+    without a mark (it failed), or never started, or left a stale file (it died), is waited for
+    no longer than it takes to see that."""
+    import os
+    import threading
+    import time
+
+    from distconv.engine import rehearsal
+
+    monkeypatch.setattr(rehearsal, "BUILD_START_S", 0.3)
+    mark = tmp_path / "mark"
+    building = mark.with_suffix(".building")
+    mark.touch()
+    t = time.monotonic()
+    rehearsal._wait_for_build(mark)
+    assert time.monotonic() - t < 0.1
+    mark.unlink()
+    t = time.monotonic()
+    rehearsal._wait_for_build(mark)  # no build started: the start's grace only
+    assert 0.3 <= time.monotonic() - t < 1.0
+    building.touch()
+    threading.Timer(0.8, mark.touch).start()
+    t = time.monotonic()
+    rehearsal._wait_for_build(mark)  # a build that ends with its mark
+    assert 0.8 <= time.monotonic() - t < 2.0 and mark.exists()
+    mark.unlink()
+    threading.Timer(0.6, building.unlink).start()
+    t = time.monotonic()
+    rehearsal._wait_for_build(mark)  # a build that failed: its file gone, no mark
+    assert 0.6 <= time.monotonic() - t < 1.5
+    building.touch()
+    old = time.time() - rehearsal.BUILD_WAIT_S - 5
+    os.utime(building, (old, old))
+    t = time.monotonic()
+    rehearsal._wait_for_build(mark)  # a builder that died long ago
+    assert time.monotonic() - t < 1.0

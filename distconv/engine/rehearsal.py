@@ -33,7 +33,11 @@ from .slots import Clock
 MARKS = "distconv-rehearsed"  # the kernel cache's folder of rehearsed jobs' marks
 
 
-_launched: set = set()  # this process's jobs (their kernels' identity) whose stage ran here
+# this process's jobs whose stage ran here (their kernels' identity), the newest LAUNCHED_KEPT
+_launched: dict = {}
+LAUNCHED_KEPT = 1024
+BUILD_WAIT_S = 60.0  # longest a worker waits for its host's build of a job's kernels
+BUILD_START_S = 2.0  # how long it waits for that build to start (all are submitted at once)
 
 
 def rehearse(job: Job, encode: bool = True) -> dict:
@@ -59,44 +63,81 @@ def rehearse(job: Job, encode: bool = True) -> dict:
         if encode:  # into pinned memory of its own: a block of another job may hold slot 0's
             shards.encode_block(job.layout, out, dev.encoder(None))
         dev.sync()
-    _launched.add(_kernels_of(job))
+    _launched[_kernels_of(job)] = True
+    while len(_launched) > LAUNCHED_KEPT:
+        del _launched[next(iter(_launched))]
     return {"built": dev.kernels_cached() - before, "seconds": round(time.perf_counter() - t, 2)}
 
 
 def _kernels_of(job: Job) -> str:
-    """What a job's kernels depend on: the job without its paths, run and claim."""
-    return repr(dataclasses.replace(job, src="", dst="", run="", owner=None, batches=(), source=None))
+    """What a job's kernels depend on: the job without its paths, run and claim (a digest)."""
+    import hashlib
+
+    what = repr(dataclasses.replace(job, src="", dst="", run="", owner=None, batches=(), source=None))
+    return hashlib.sha256(what.encode()).hexdigest()
 
 
 def prepare(job: Job, build: bool) -> dict:
     """(On a worker, before the job's blocks.) The job's kernels built into the node's cache
-    where ``build`` (rehearse_once: one worker a host) and launched once in this process
+    where ``build`` (rehearse_once: one worker a host; the others wait for that build, so that
+    they load what it built instead of each compiling it) and launched once in this process
     (rehearse without the encode, whose first calls the warm-up made; nothing where a job of
     the same kernels ran here): {"built", "seconds", "skipped": the node had them built}."""
-    done = rehearse_once(job) if build else {"built": 0, "seconds": 0.0, "skipped": True}
+    done = {"built": 0, "seconds": 0.0, "skipped": True}
+    if build:
+        done = rehearse_once(job)
+    elif _kernels_of(job) not in _launched:
+        _wait_for_build(_mark(job))
     if _kernels_of(job) not in _launched:
         rehearse(job, encode=False)
     return done
 
 
 def rehearse_once(job: Job) -> dict:
-    """rehearse(job) unless this node rehearsed a job of the same kernels before (a mark in the
-    kernel cache: the job without its paths and run, the input's codecs, the kernel sources,
-    the compiler and the GPU's architecture; clearing the cache clears the marks), then mark it:
-    {"built", "seconds", "skipped"}."""
+    """rehearse(job) unless this node rehearsed a job of the same kernels before (``_mark``),
+    then mark it: {"built", "seconds", "skipped"}. A file beside the mark says while it builds."""
+    mark = _mark(job)
+    if mark.exists():
+        return {"built": 0, "seconds": 0.0, "skipped": True}
+    mark.parent.mkdir(parents=True, exist_ok=True)
+    building = mark.with_suffix(".building")
+    building.touch()
+    try:
+        done = rehearse(job)
+        mark.touch()
+    finally:
+        building.unlink(missing_ok=True)
+    return {**done, "skipped": False}
+
+
+def _wait_for_build(mark):
+    """Return once ``mark`` exists, or no build of it runs on this node: none started within
+    BUILD_START_S, it ended without the mark (it failed), or it has run BUILD_WAIT_S (a builder
+    that died leaves its file: one older than that is not waited for)."""
+    building = mark.with_suffix(".building")
+    start = time.monotonic()
+    while not mark.exists():
+        try:
+            running = time.time() - building.stat().st_mtime < BUILD_WAIT_S
+        except FileNotFoundError:
+            running = False
+        waited = time.monotonic() - start
+        if waited > BUILD_WAIT_S or not (running or waited < BUILD_START_S):
+            return
+        time.sleep(0.05)
+
+
+def _mark(job: Job):
+    """The node's mark of a rehearsed job, in its kernel cache: named by the job's kernels
+    (``_kernels_of``), the input's codecs, the kernel sources, the compiler and the GPU's
+    architecture (clearing the cache clears the marks)."""
     import hashlib
     from pathlib import Path
 
     folder, build = device(True).kernel_cache()
     codecs = input_array(job).metadata.to_dict().get("codecs")
     what = repr((_kernels_of(job), codecs, build))
-    mark = Path(folder) / MARKS / hashlib.sha256(what.encode()).hexdigest()[:32]
-    if mark.exists():
-        return {"built": 0, "seconds": 0.0, "skipped": True}
-    done = rehearse(job)
-    mark.parent.mkdir(parents=True, exist_ok=True)
-    mark.touch()
-    return {**done, "skipped": False}
+    return Path(folder) / MARKS / hashlib.sha256(what.encode()).hexdigest()[:32]
 
 
 def _rows_on_device(job: Job, rows: tuple, dev):

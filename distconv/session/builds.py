@@ -118,7 +118,7 @@ def rehearsed_here() -> bool:
 
     try:
         with os.scandir(os.path.join(cache_dir(), MARKS)) as marks:
-            return any(True for _ in marks)
+            return any(not m.name.endswith(".building") for m in marks)  # (a build under way)
     except OSError:
         return False
 
