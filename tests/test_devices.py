@@ -10,7 +10,8 @@ class _Client:
     def __init__(self, workers, answers):
         self.workers, self.answers, self.runs = workers, answers, 0
 
-    def scheduler_info(self):
+    def scheduler_info(self, n_workers=5):
+        assert n_workers == -1  # every worker: distributed 2025.4-2026.6 list 5 unless asked
         return {"workers": {w: {} for w in self.workers}}
 
     def run(self, func):

@@ -231,6 +231,10 @@ def test_a_worker_launches_a_jobs_kernels_once_before_its_blocks(tmp_path, monke
     other = dataclasses.replace(job, in_shape=(60, 40))
     rehearsal.prepare(other, False)
     assert ran == [False, False]
+    # a host's builder whose node had the job built (its mark) still launches it in its process
+    monkeypatch.setattr(rehearsal, "rehearse_once", lambda j: {"built": 0, "seconds": 0.0, "skipped": True})
+    third = dataclasses.replace(job, in_shape=(70, 40))
+    assert rehearsal.prepare(third, True)["skipped"] and ran == [False, False, False]
 
 
 def test_a_worker_waits_for_its_hosts_build_only_while_one_runs(tmp_path, monkeypatch):
@@ -259,12 +263,12 @@ def test_a_worker_waits_for_its_hosts_build_only_while_one_runs(tmp_path, monkey
     threading.Timer(0.8, mark.touch).start()
     t = time.monotonic()
     rehearsal._wait_for_build(mark)  # a build that ends with its mark
-    assert 0.8 <= time.monotonic() - t < 2.0 and mark.exists()
+    assert 0.75 <= time.monotonic() - t < 2.0 and mark.exists()
     mark.unlink()
     threading.Timer(0.6, building.unlink).start()
     t = time.monotonic()
     rehearsal._wait_for_build(mark)  # a build that failed: its file gone, no mark
-    assert 0.6 <= time.monotonic() - t < 1.5
+    assert 0.55 <= time.monotonic() - t < 1.5
     building.touch()
     old = time.time() - rehearsal.BUILD_WAIT_S - 5
     os.utime(building, (old, old))

@@ -44,6 +44,13 @@ def gpu_here() -> bool:
     return bool(gpu_count()) and gpu_stack_available()
 
 
+def cluster_workers(client) -> dict:
+    """The workers of ``client``'s cluster (address -> what its scheduler says of each), every
+    one of them: distributed 2025.4 to 2026.6 list the first 5 unless asked for all
+    (``n_workers=-1``, which older versions ignore), and placed a job's blocks on those alone."""
+    return client.scheduler_info(n_workers=-1)["workers"]
+
+
 _ASKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # client -> (its workers, answer)
 
 
@@ -53,7 +60,7 @@ def gpu_blocks(client=None) -> bool:
     or a script writing several arrays probes them once."""
     if client is None:
         return gpu_here()
-    workers = frozenset(client.scheduler_info()["workers"])
+    workers = frozenset(cluster_workers(client))
     seen = _ASKED.get(client)
     if seen is not None and seen[0] == workers:
         return seen[1]

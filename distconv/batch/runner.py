@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 from .. import engine
+from ..backends.devices import cluster_workers
 from ..engine import fencing, marks, ownership, storage
 from ..engine.location import Location, join
 from . import identity, plans
@@ -122,7 +123,7 @@ def _memory_check(plan, client):
     from .memory import memory_problem
 
     if client is not None and getattr(plan, "job", None) is not None:
-        why = memory_problem(plan.job, client.scheduler_info()["workers"])
+        why = memory_problem(plan.job, cluster_workers(client))
         if why:
             raise WorkflowError(why)
 
@@ -159,7 +160,7 @@ def _timeline(plan, results, stream: list, started: float, client) -> list | Non
         return engine_timeline(plan.engine.job, results[0], started)
     if client is None:
         return None
-    names = {a: str(w.get("name", a)) for a, w in client.scheduler_info()["workers"].items()}
+    names = {a: str(w.get("name", a)) for a, w in cluster_workers(client).items()}
     chunks = storage.write_chunks(plan.data, plan.storage_chunks)
     out = []
     for task in stream:

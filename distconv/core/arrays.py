@@ -36,6 +36,9 @@ def own_slice(flat, start: int, stop: int):
     their copies ran slower kernels than a block-sized array's, and other ones than those a
     worker had loaded before its blocks (engine/rehearsal.py); a span under 2 GiB indexes
     with 32 bits."""
+    if not (flat.ndim == 1 and flat.flags.c_contiguous and 0 <= start <= stop <= flat.size):
+        raise ValueError(f"own_slice takes a contiguous 1-D array and a range within it, got shape "
+                         f"{flat.shape} and {start}:{stop}")
     if not is_cupy(flat):
         return flat[start:stop]
     import cupy

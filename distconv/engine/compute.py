@@ -32,6 +32,8 @@ from .slots import local_blocks
 from .output import create_output
 
 STOP_WAIT_S = 30.0  # longest a stopped run waits for its blocks' writes under way (a shard write)
+PREPARE_WAIT_S = 120.0  # longest a job waits for its workers' kernel builds and launches
+PREPARE_PRIORITY = 10**9  # above every block's (job.graph: n - i), another job's queued ones too
 
 
 def write(plan: Plan, dst: str, claim: Claim, client, attrs=None, dims=None, codec: str = "zstd",
@@ -124,21 +126,30 @@ def prepare_workers(client, job) -> list:
     """Before a job's blocks, on every worker (rehearsal.prepare): its kernels built by one worker
     of each host (left to the blocks, every worker of a fresh node compiled them at once; a host
     that built them for `distconv run` beside its cluster's start, or for an earlier job, only
-    looks them up), then launched once in each worker process while its device is idle.
-    Returns each worker's {"built", "seconds", "skipped"} (None where it failed: its blocks
-    build and load what they need)."""
-    builders = {}
-    infos = client.scheduler_info()["workers"]
+    looks them up), then launched once in each worker process before its blocks. The tasks go
+    ahead of other jobs' queued blocks (a kept cluster), may run elsewhere if their worker
+    leaves, and are waited for PREPARE_WAIT_S at most. Returns each worker's {"built",
+    "seconds", "skipped"} (None where it failed or was not waited for: its blocks build and
+    load what they need)."""
+    from distributed import wait
+
+    from ..backends.devices import cluster_workers
+
+    builders: dict = {}
+    infos = cluster_workers(client)
     for address, info in infos.items():
         builders.setdefault(info.get("host", address), address)
     futures = [client.submit(_prepared, job, address in builders.values(), key=f"distconv-kernels-{job.run}-{k}",
-                             workers=[address], allow_other_workers=False, pure=False)
+                             workers=[address], allow_other_workers=True, priority=PREPARE_PRIORITY, pure=False)
                for k, address in enumerate(infos)]
     try:
-        return client.gather(futures)
+        wait(futures, timeout=PREPARE_WAIT_S)
+    except TimeoutError:  # the blocks go without what is left of it
+        client.cancel([f for f in futures if not f.done()], force=True)
     except BaseException:  # Ctrl-C: nothing of this run stays on a kept cluster
         client.cancel(futures, force=True)
         raise
+    return [f.result() if f.status == "finished" else None for f in futures]
 
 
 def _prepared(job, build: bool):

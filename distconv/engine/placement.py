@@ -53,5 +53,7 @@ def workers(client) -> list | None:
     LooseRestrictions registered on the scheduler."""
     if client is None:
         return None
+    from ..backends.devices import cluster_workers
+
     register(client)
-    return sorted(client.scheduler_info()["workers"])
+    return sorted(cluster_workers(client))

@@ -116,7 +116,9 @@ def cpu_block_bytes(nbytes: int, most: int) -> int:
         try:
             from distributed import default_client
 
-            workers = len(default_client().scheduler_info()["workers"]) or 1
+            from ..backends.devices import cluster_workers
+
+            workers = len(cluster_workers(default_client())) or 1
         except (ImportError, ValueError):
             pass
     return min(most, max(MIN_CPU_BLOCK_BYTES, nbytes // (BLOCKS_PER_WORKER * workers)))

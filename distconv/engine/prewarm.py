@@ -131,20 +131,24 @@ def warm(imports=(), gpu_imports=(), cpu_imports=()):
     only a head start)."""
     from ..backends.devices import gpu_count
 
-    device_imports = (gpu_imports if gpu_count() else cpu_imports) if gpu_imports or cpu_imports else ()
+    gpus = gpu_count()
+    device_imports = (gpu_imports if gpus else cpu_imports) if gpu_imports or cpu_imports else ()
     import_each((*imports, *device_imports))
+    kernels = None
     try:
         from ..backends.device import device
         from . import batches, job, settings, shards  # noqa: F401 - job: what the first task unpickles
         from .plain_chunks import PIECE_BYTES
         from .plan import GPU_CHUNK_BYTES
 
-        gpu = device(True)
-        if not gpu.frames:
+        if not gpus:
             return
+        gpu = device(True)
         kernels = threading.Thread(target=_quietly, args=(gpu.warm_kernels,), name="distconv-prewarm-kernels",
                                    daemon=True)
         kernels.start()
+        if not gpu.frames:
+            return
         # in the order a job's first block needs them: its batch's files go through the pieces
         # (a cold job's first batch waited ~1 s for them behind the rest of this warm-up), then
         # nvCOMP decodes, later the block encodes into its slot's buffer
@@ -157,9 +161,11 @@ def warm(imports=(), gpu_imports=(), cpu_imports=()):
                      **{slot: 4 * GPU_CHUNK_BYTES for slot in range(settings.io_slots(True))}})
         for slot in range(settings.io_slots(True)):
             gpu.staging(slot, (GPU_CHUNK_BYTES,), np.uint8, name="encoded")
-        kernels.join()  # the warm-up has ended once both have
     except Exception:  # noqa: BLE001 - the first blocks pay these costs instead
         pass
+    finally:
+        if kernels is not None:  # the warm-up has ended once both have
+            kernels.join()
 
 
 def _quietly(work):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 import time
 
 import numpy as np
@@ -28,13 +29,14 @@ from . import chunk_heads, plain_chunks, shards
 from .job import block_rows, device_stage
 from .plan import Job
 from .read import input_array
-from .slots import Clock
+from .slots import Clock, device_turn
 
 MARKS = "distconv-rehearsed"  # the kernel cache's folder of rehearsed jobs' marks
 
 
 # this process's jobs whose stage ran here (their kernels' identity), the newest LAUNCHED_KEPT
 _launched: dict = {}
+_launched_lock = threading.Lock()
 LAUNCHED_KEPT = 1024
 BUILD_WAIT_S = 60.0  # longest a worker waits for its host's build of a job's kernels
 BUILD_START_S = 2.0  # how long it waits for that build to start (all are submitted at once)
@@ -42,18 +44,20 @@ BUILD_START_S = 2.0  # how long it waits for that build to start (all are submit
 
 def rehearse(job: Job, encode: bool = True) -> dict:
     """Block 0's device stage of ``job`` on zeros of its exact shape and dtype, on this process's
-    GPU (on I/O slot 0's stream: a worker's blocks of another job may be running beside it), and
-    its encode unless not ``encode``: {"built": kernels added to the node's cache, "seconds": how
-    long it took}. (Its parts run one after another: with the chain and the encode in threads
-    of their own, the blocks still built a kernel of the chain that the rehearsal had not.)"""
+    GPU (in a turn of the device as a block takes one, on I/O slot 0's stream: in a worker,
+    blocks of another job may be running beside it), and its encode unless not ``encode``:
+    {"built": kernels added to the node's cache, "seconds": how long it took}. (Its parts run
+    one after another: with the chain and the encode in threads of their own, the blocks still
+    built a kernel of the chain that the rehearsal had not.)"""
     dev = device(True)
     dev.zeros((1,), np.uint8)  # the CUDA context first, once
     before, t = dev.kernels_cached(), time.perf_counter()
     dev.warm_kernels()  # those every worker's warm-up loads (prewarm.py), found in the cache then
-    with dev.turn(0):
+    clock = Clock(True)
+    with device_turn(True, 0, clock):
         rows = block_rows(job, 0)
         step = dataclasses.replace(job, part="local") if job.carried else job  # its scan's total too
-        out, total = device_stage(step, _rows_on_device(job, rows, dev), rows, Clock(True))
+        out, total = device_stage(step, _rows_on_device(job, rows, dev), rows, clock)
         if total is not None:  # the seed by a carry
             out = job.scan.seed(out, job.scan.combine(None, to_host(total)))
         if job.edges is not None:
@@ -63,17 +67,21 @@ def rehearse(job: Job, encode: bool = True) -> dict:
         if encode:  # into pinned memory of its own: a block of another job may hold slot 0's
             shards.encode_block(job.layout, out, dev.encoder(None))
         dev.sync()
-    _launched[_kernels_of(job)] = True
-    while len(_launched) > LAUNCHED_KEPT:
-        del _launched[next(iter(_launched))]
+    with _launched_lock:
+        _launched[_kernels_of(job)] = True
+        while len(_launched) > LAUNCHED_KEPT:
+            del _launched[next(iter(_launched))]
     return {"built": dev.kernels_cached() - before, "seconds": round(time.perf_counter() - t, 2)}
 
 
 def _kernels_of(job: Job) -> str:
-    """What a job's kernels depend on: the job without its paths, run and claim (a digest)."""
+    """What a job's kernels depend on: the job without its paths, run and claim, and the
+    input's codecs (plain zstd chunks are cut from decoded batches by kernels of their own): a
+    digest."""
     import hashlib
 
-    what = repr(dataclasses.replace(job, src="", dst="", run="", owner=None, batches=(), source=None))
+    codecs = input_array(job).metadata.to_dict().get("codecs")
+    what = repr((dataclasses.replace(job, src="", dst="", run="", owner=None, batches=(), source=None), codecs))
     return hashlib.sha256(what.encode()).hexdigest()
 
 
@@ -81,8 +89,8 @@ def prepare(job: Job, build: bool) -> dict:
     """(On a worker, before the job's blocks.) The job's kernels built into the node's cache
     where ``build`` (rehearse_once: one worker a host; the others wait for that build, so that
     they load what it built instead of each compiling it) and launched once in this process
-    (rehearse without the encode, whose first calls the warm-up made; nothing where a job of
-    the same kernels ran here): {"built", "seconds", "skipped": the node had them built}."""
+    (rehearse without the encode: nvCOMP's first calls are the warm-up's; nothing where a job
+    of the same kernels ran here): {"built", "seconds", "skipped": the node had them built}."""
     done = {"built": 0, "seconds": 0.0, "skipped": True}
     if build:
         done = rehearse_once(job)
@@ -129,14 +137,13 @@ def _wait_for_build(mark):
 
 def _mark(job: Job):
     """The node's mark of a rehearsed job, in its kernel cache: named by the job's kernels
-    (``_kernels_of``), the input's codecs, the kernel sources, the compiler and the GPU's
-    architecture (clearing the cache clears the marks)."""
+    (``_kernels_of``), the kernel sources, the compiler and the GPU's architecture (clearing
+    the cache clears the marks)."""
     import hashlib
     from pathlib import Path
 
     folder, build = device(True).kernel_cache()
-    codecs = input_array(job).metadata.to_dict().get("codecs")
-    what = repr((_kernels_of(job), codecs, build))
+    what = repr((_kernels_of(job), build))
     return Path(folder) / MARKS / hashlib.sha256(what.encode()).hexdigest()[:32]
 
 

@@ -85,10 +85,11 @@ def status() -> dict | None:
         return None
     from distributed import Client
 
+    from ..backends.devices import cluster_workers
     from ..engine.dashboard import page_url
 
     with Client(doc["address"], timeout="5s", security=security.of_record(doc, doc["config"])) as client:
-        info = client.scheduler_info()["workers"]
+        info = cluster_workers(client)
     # the page's address, also for a cluster a version before it recorded dask's /status
     return {**doc, "dashboard": page_url(doc["dashboard"]), "workers": {w.get("name", a): {"threads": w.get("nthreads"), "memory": w.get("memory_limit"),
                                                    "gpu": (w.get("gpu") or {}).get("name")}

@@ -169,9 +169,12 @@ def test_a_rehearsal_leaves_the_frames_slot_0_holds_alone(tmp_path):
     encoded frames until they are written (a kept cluster, two clients): the rehearsal's encode
     goes to pinned memory of its own, and slot 0's frames stay as they were."""
     from distconv import batch
-    from distconv.backends.cuda import transfer
+    from distconv.backends.cuda import transfer, zstd
     from distconv.batch import direct
     from distconv.engine.rehearsal import rehearse
+
+    if not zstd.available():  # the host's encoder has no slots: nothing to show
+        pytest.skip("nvCOMP is not installed")
 
     src = tmp_path / "in.zarr"
     z = zarr.create_array(str(src), shape=(203, 161), chunks=(16, 161), dtype="float32")

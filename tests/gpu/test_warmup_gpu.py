@@ -96,14 +96,12 @@ def test_the_warm_up_loads_the_cupy_kernels_a_block_launches(tmp_path):
     assert _calls("cold", env)[0] > 0  # the count sees a process without the warm-up
 
 
-def test_rows_cut_from_a_batch_over_2_gib_run_the_kernels_of_a_small_one(monkeypatch):
-    """A batch's decoded chunks over 2 GiB: its rows are copied by the same (32-bit indexed)
-    kernels as rows of a block-sized array, those the rehearsal loaded (no load of a kernel of
-    their own inside a job, where a load waits for the device), and the rows are right."""
-    import cupy
-    import cupy.cuda.compiler as cc
+# In a fresh process (nothing loaded yet), rows cut from chunk rows at the end of a batch over
+# 2 GiB, after the same rows cut from a batch of their own size; prints how many kernels the
+# second cut loaded, and whether both cuts equal the rows put together by hand.
+_BIG = textwrap.dedent("""
+    import cupy, cupy.cuda.compiler as cc
     import numpy as np
-
     from distconv.engine import plain_chunks, shards
 
     shape, chunks = (96, 700), (32, 128)
@@ -117,10 +115,18 @@ def test_rows_cut_from_a_batch_over_2_gib_run_the_kernels_of_a_small_one(monkeyp
     expect = plain_chunks.gather([(small, ch, 5, 90)], 5, 90)
     loads = []
     real = cc._compile_with_cache_cuda
-    monkeypatch.setattr(cc, "_compile_with_cache_cuda", lambda *a, **k: loads.append(1) or real(*a, **k))
+    cc._compile_with_cache_cuda = lambda *a, **k: loads.append(1) or real(*a, **k)
     got = plain_chunks.gather([(big[-3 * elems:], ch, 5, 90)], 5, 90)
-    assert loads == []
-    cupy.testing.assert_array_equal(got, expect)
-    flat = cupy.asnumpy(small).reshape(3, *grid, *chunks)  # by hand: chunk (k, j) holds rows k*32.., cols j*128..
+    flat = cupy.asnumpy(small).reshape(3, *grid, *chunks)  # chunk (k, j): rows k*32.., columns j*128..
     whole = np.concatenate([np.concatenate(list(flat[k]), axis=1) for k in range(3)], axis=0)[:, :700]
-    np.testing.assert_array_equal(cupy.asnumpy(got), whole[5:90])
+    print(len(loads), bool((cupy.asnumpy(got) == whole[5:90]).all() and (cupy.asnumpy(expect) == whole[5:90]).all()))
+""")
+
+
+def test_rows_cut_from_a_batch_over_2_gib_run_the_kernels_of_a_small_one():
+    """A batch's decoded chunks over 2 GiB: its rows are copied by the same (32-bit indexed)
+    kernels as rows of a block-sized array, those the rehearsal loaded (no load of a kernel of
+    their own inside a job, where a load waits for the device), and the rows are right."""
+    res = subprocess.run([sys.executable, "-c", _BIG], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stdout.split()[-2:] == ["0", "True"], res.stdout

@@ -141,13 +141,13 @@ def warm_cupy():
     """CuPy's own kernels that blocks launch, loaded into this process ahead of its first block
     (engine/prewarm.py), and built into the node's cache on a fresh node (engine/rehearsal.py):
     the strided copies of block rows out of decoded chunks (engine/plain_chunks.gather sees a
-    chunk row's frames as up to 2 n - 1 axes) and of trims, and the finite check before a
-    correlate (convolve.finite: isfinite, then CUB's two-pass ``all``, whose source holds its
-    block size: 512 threads from 2048 items a pass on). A process's first CuPy kernel of a set
-    of compile options first asks NVRTC for its version by compiling an empty file, and each
-    kernel is loaded at its first launch: a fresh worker's first blocks paid these at once in
-    every slot. float32 here; a kernel of another dtype or shape then loads from the cache in
-    about a millisecond."""
+    chunk row's frames of n-D data as 2 n - 1 axes: up to 3-D data here) and of trims, and the
+    finite check before a correlate (convolve.finite: isfinite, then CUB's two-pass ``all``,
+    whose source holds its block size: 512 threads from 2048 items a pass on). A process's
+    first CuPy kernel of a set of compile options first asks NVRTC for its version by
+    compiling an empty file, and each kernel is loaded at its first launch: a fresh worker's
+    first blocks paid these at once in every slot. float32 here: a job's kernels of other
+    dtypes and shapes are launched by its workers before its blocks (rehearsal.prepare)."""
     import cupy
 
     for nd in range(1, 6):
