@@ -4,6 +4,9 @@ process reports that it built nothing instead of failing (the GPU side: tests/gp
 
 import subprocess
 import sys
+import threading
+
+import pytest
 
 from distconv.session import builds
 
@@ -194,7 +197,7 @@ def test_no_second_compile_while_one_runs(tmp_path, monkeypatch):
 
 def test_a_worker_launches_a_jobs_kernels_once_before_its_blocks(tmp_path, monkeypatch):
     """rehearsal.prepare: the first job of its kernels in a worker process runs block 0's stage
-    on zeros (no encode: the warm-up made the codec's first calls); the same job again, or a
+    on zeros (not a build: the warm-up made the codec's first calls); the same job again, or a
     job of the same steps and shapes on other paths and runs, runs nothing; the node's cache is
     built only where asked (one worker a host)."""
     import dataclasses
@@ -215,8 +218,8 @@ def test_a_worker_launches_a_jobs_kernels_once_before_its_blocks(tmp_path, monke
     ran, built = [], []
     monkeypatch.setattr(rehearsal, "_launched", {})
 
-    def rehearse(j, encode=True):
-        ran.append(encode)
+    def rehearse(j, build=True):
+        ran.append(build)
         rehearsal._launched[rehearsal._kernels_of(j)] = True
 
     monkeypatch.setattr(rehearsal, "rehearse", rehearse)
@@ -243,7 +246,6 @@ def test_a_worker_waits_for_its_hosts_build_only_while_one_runs(tmp_path, monkey
     without a mark (it failed), or never started, or left a stale file (it died), is waited for
     no longer than it takes to see that."""
     import os
-    import threading
     import time
 
     from distconv.engine import rehearsal
@@ -275,3 +277,62 @@ def test_a_worker_waits_for_its_hosts_build_only_while_one_runs(tmp_path, monkey
     t = time.monotonic()
     rehearsal._wait_for_build(mark)  # a builder that died long ago
     assert time.monotonic() - t < 1.0
+
+
+def test_a_jobs_prepare_is_cancelled_on_ctrl_c_and_not_waited_for_past_its_bound(monkeypatch):
+    """compute.prepare_workers on a cluster: a Ctrl-C while it waits cancels every prepare task
+    of the run on the scheduler before it returns (a kept cluster keeps nothing of a stopped
+    run); tasks still running after PREPARE_WAIT_S are cancelled and count as not prepared,
+    those that ended give their results."""
+    import time
+    import types
+
+    import distributed
+    from distributed import Client, LocalCluster
+
+    from distconv.engine import compute
+
+    def run_keys(client, run):
+        keys = client.run_on_scheduler(lambda dask_scheduler: [str(k) for k in dask_scheduler.tasks])
+        return [k for k in keys if k.startswith(f"distconv-kernels-{run}-")]
+
+    monkeypatch.setattr(compute, "_prepared", _prepared)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as lc, \
+            Client(lc) as client:
+        try:
+            # both workers of one host: one builds, and each gives its result
+            assert sorted(map(str, compute.prepare_workers(client, types.SimpleNamespace(run="fast")))) == \
+                sorted(map(str, [{"built": 1, "seconds": 0.0, "skipped": False},
+                                 {"built": 0, "seconds": 0.0, "skipped": True}]))
+            monkeypatch.setattr(compute, "PREPARE_WAIT_S", 0.5)
+            t = time.monotonic()
+            assert compute.prepare_workers(client, types.SimpleNamespace(run="slow")) == [None, None]
+            assert time.monotonic() - t < 5
+            deadline = time.monotonic() + 10
+            while run_keys(client, "slow") and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert run_keys(client, "slow") == []
+
+            def interrupted(*args, **kwargs):
+                raise KeyboardInterrupt
+
+            monkeypatch.setattr(distributed, "wait", interrupted)
+            with pytest.raises(KeyboardInterrupt) as stopped:  # (its traceback holds the run's futures)
+                compute.prepare_workers(client, types.SimpleNamespace(run="stopped"))
+            deadline = time.monotonic() + 10
+            while run_keys(client, "stopped") and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert run_keys(client, "stopped") == [] and stopped.type is KeyboardInterrupt
+        finally:
+            _RELEASE.set()
+
+
+_RELEASE = threading.Event()  # lets the prepare tasks of the test above end
+
+
+def _prepared(job, build):
+    """compute._prepared in that test: its runs other than "fast" wait (the workers are threads
+    of the test's process, so they share the event)."""
+    if job.run != "fast":
+        _RELEASE.wait(30)
+    return {"built": int(build), "seconds": 0.0, "skipped": not build}

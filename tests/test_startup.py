@@ -79,8 +79,7 @@ def test_a_synthetic_input_is_planned_once_more_after_it_is_written(tmp_path, mo
     planned = []
     real = direct._planned
     monkeypatch.setattr(direct, "_planned", lambda wf: planned.append(wf.name) or real(wf))
-    params = dict(workflow_paths=[str(tmp_path / "wf.yaml")], cluster_path=str(cluster), overwrite=False,
-                  resume=False, no_progress=True, json_path=None, report_dir=None)
+    params = _params(tmp_path, cluster)
     assert command.run({**params, "dry_run": True}) == 0, capsys.readouterr().err
     assert planned == ["demo"]
     planned.clear()
@@ -103,23 +102,10 @@ def test_a_failed_check_leaves_no_workers_server(tmp_path, capsys):
     (tmp_path / "wf.yaml").write_text("input:\n  path: in.zarr\n  synthetic: {shape: [8, 8], chunks: [4, 8]}\n"
                                       "steps:\n  - {op: gaussian_filter, sigma: -1}\noutputs:\n  path: out.zarr\n")
     (tmp_path / "cluster.yaml").write_text("cluster:\n  type: cpu\n  n_workers: 1\n  dashboard_address: '127.0.0.1:0'\n")
-    params = dict(workflow_paths=[str(tmp_path / "wf.yaml")], cluster_path=str(tmp_path / "cluster.yaml"),
-                  overwrite=False, resume=False, no_progress=True, json_path=None, report_dir=None)
+    params = _params(tmp_path, tmp_path / "cluster.yaml")
     assert command.run(params) == 2 and "sigma" in capsys.readouterr().err
     assert forkserver._ours is None
     assert getattr(mp_forkserver._forkserver, "_forkserver_pid", None) == before
-
-
-def _command_files(tmp_path, sigma="1.0"):
-    x = np.random.default_rng(2).random((64, 40), dtype=np.float32)
-    zarr.create_array(str(tmp_path / "in.zarr"), data=x, chunks=(32, 40))
-    (tmp_path / "wf.yaml").write_text(f"input:\n  path: in.zarr\nsteps:\n  - {{op: gaussian_filter, sigma: {sigma}}}\n"
-                                      "outputs:\n  path: out.zarr\n")
-    (tmp_path / "cluster.yaml").write_text("cluster:\n  type: cpu\n  n_workers: 1\n  threads_per_worker: 1\n"
-                                           "  dashboard_address: '127.0.0.1:0'\n")
-    params = dict(workflow_paths=[str(tmp_path / "wf.yaml")], cluster_path=str(tmp_path / "cluster.yaml"),
-                  overwrite=False, resume=False, no_progress=True, json_path=None, report_dir=None)
-    return x, params
 
 
 @pytest.mark.slow
@@ -162,7 +148,10 @@ def test_a_failure_as_the_kernel_builds_start_ends_the_workers_server(tmp_path, 
     (here the kernels' build process could not start)."""
     from distconv.session import builds, command, forkserver, interrupt
 
-    _, params = _command_files(tmp_path)
+    (tmp_path / "wf.yaml").write_text("input:\n  path: in.zarr\n  synthetic: {shape: [8, 8], chunks: [4, 8]}\n"
+                                      "steps:\n  - {op: gaussian_filter, sigma: 1}\noutputs:\n  path: out.zarr\n")
+    (tmp_path / "cluster.yaml").write_text("cluster:\n  type: cpu\n  n_workers: 1\n  dashboard_address: '127.0.0.1:0'\n")
+    params = _params(tmp_path, tmp_path / "cluster.yaml")
 
     def no_process(cfg):
         raise OSError("no process")
@@ -174,3 +163,9 @@ def test_a_failure_as_the_kernel_builds_start_ends_the_workers_server(tmp_path, 
         assert forkserver._ours is None
     finally:  # the old code's leftovers
         forkserver.release_unheld()
+
+
+def _params(tmp_path, cluster) -> dict:
+    """`distconv run wf.yaml --cluster CLUSTER`'s parsed arguments (wf.yaml in ``tmp_path``)."""
+    return dict(workflow_paths=[str(tmp_path / "wf.yaml")], cluster_path=str(cluster), overwrite=False,
+                resume=False, no_progress=True, json_path=None, report_dir=None)

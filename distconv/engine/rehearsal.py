@@ -42,17 +42,20 @@ BUILD_WAIT_S = 60.0  # longest a worker waits for its host's build of a job's ke
 BUILD_START_S = 2.0  # how long it waits for that build to start (all are submitted at once)
 
 
-def rehearse(job: Job, encode: bool = True) -> dict:
+def rehearse(job: Job, build: bool = True) -> dict:
     """Block 0's device stage of ``job`` on zeros of its exact shape and dtype, on this process's
     GPU (in a turn of the device as a block takes one, on I/O slot 0's stream: in a worker,
-    blocks of another job may be running beside it), and its encode unless not ``encode``:
-    {"built": kernels added to the node's cache, "seconds": how long it took}. (Its parts run
+    blocks of another job may be running beside it): {"built": kernels added to the node's
+    cache, "seconds": how long it took}. A ``build`` (of the node's cache) also runs the
+    kernels every worker's warm-up loads (prewarm.py) and the encode; without it, this
+    process's launch of the job's own kernels is all (the warm-up made the rest). (Its parts run
     one after another: with the chain and the encode in threads of their own, the blocks still
     built a kernel of the chain that the rehearsal had not.)"""
     dev = device(True)
     dev.zeros((1,), np.uint8)  # the CUDA context first, once
     before, t = dev.kernels_cached(), time.perf_counter()
-    dev.warm_kernels()  # those every worker's warm-up loads (prewarm.py), found in the cache then
+    if build:
+        dev.warm_kernels()
     clock = Clock(True)
     with device_turn(True, 0, clock):
         rows = block_rows(job, 0)
@@ -64,7 +67,7 @@ def rehearse(job: Job, encode: bool = True) -> dict:
             from .. import backends
 
             backends.counts(out, job.edges, job.uniform)
-        if encode:  # into pinned memory of its own: a block of another job may hold slot 0's
+        if build:  # into pinned memory of its own: a block of another job may hold slot 0's
             shards.encode_block(job.layout, out, dev.encoder(None))
         dev.sync()
     with _launched_lock:
@@ -89,15 +92,15 @@ def prepare(job: Job, build: bool) -> dict:
     """(On a worker, before the job's blocks.) The job's kernels built into the node's cache
     where ``build`` (rehearse_once: one worker a host; the others wait for that build, so that
     they load what it built instead of each compiling it) and launched once in this process
-    (rehearse without the encode: nvCOMP's first calls are the warm-up's; nothing where a job
-    of the same kernels ran here): {"built", "seconds", "skipped": the node had them built}."""
-    done = {"built": 0, "seconds": 0.0, "skipped": True}
+    (rehearse, not a build; nothing where a job of the same kernels ran here): {"built",
+    "seconds", "skipped": the node had them built}."""
+    done, key = {"built": 0, "seconds": 0.0, "skipped": True}, _kernels_of(job)
     if build:
         done = rehearse_once(job)
-    elif _kernels_of(job) not in _launched:
+    elif key not in _launched:
         _wait_for_build(_mark(job))
-    if _kernels_of(job) not in _launched:
-        rehearse(job, encode=False)
+    if key not in _launched:  # (a build here ran them already)
+        rehearse(job, build=False)
     return done
 
 

@@ -126,20 +126,15 @@ def _open(cfg: dict, quiet: bool, stack: contextlib.ExitStack):
         return client, None
     if _worker_processes(cfg):
         local.refuse_unguarded_script()
-    owned = _start_local(cfg, stack)
-    client = Client(owned)
-    stack.callback(client.close)
-    return client, owned
-
-
-def _start_local(cfg: dict, stack: contextlib.ExitStack):
-    """``cfg``'s local cluster, started now and closed by ``stack``."""
     # workers fork from the warmed server (started here unless `distconv run` started it beside
     # its check): a script's first blocks then find the block code imported
     warm = stack.enter_context(local_server(cfg))  # ends after the cluster has closed
     # a command's cluster closes within a bound: workers in a restart loop do not outlive its work
-    return stack.enter_context(local.running(cfg, security.for_cluster(cfg), fork=warm,
-                                             close_timeout=CLOSE_WAIT_S if interrupt.in_command() else None))
+    owned = stack.enter_context(local.running(cfg, security.for_cluster(cfg), fork=warm,
+                                              close_timeout=CLOSE_WAIT_S if interrupt.in_command() else None))
+    client = Client(owned)
+    stack.callback(client.close)
+    return client, owned
 
 
 @contextlib.contextmanager
