@@ -1,7 +1,10 @@
 """What a command pays before its first block: workers that run engine blocks import no
 dask.array, xarray or pandas, and a command plans each workflow's steps once and reads its cluster config once."""
 
+import importlib.util
+import subprocess
 import sys
+import textwrap
 import types
 
 import numpy as np
@@ -28,6 +31,31 @@ def test_workers_run_engine_blocks_without_dask_array(tmp_path):
     assert list(loaded.values()) == [[]], loaded
     np.testing.assert_allclose(zarr.open_array(str(tmp_path / "out.zarr"))[...], ndi.gaussian_filter(x, 1.0),
                                rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_a_local_cluster_imports_the_first_write_s_modules_as_it_starts(tmp_path):
+    """zarr and its codec pipeline are imported in a thread while the workers start, not
+    between a job's submission and its first block (a fresh interpreter: pytest's has them)."""
+    script = tmp_path / "start.py"
+    script.write_text(textwrap.dedent("""
+        import sys, threading
+        import distconv as dc
+        from distconv.session.cluster import CLIENT_IMPORTS_THREAD
+        from distconv.session.worker_imports import CLIENT_IMPORTS
+
+        if __name__ == "__main__":
+            before = [m for m in CLIENT_IMPORTS if m in sys.modules]
+            with dc.cluster({"type": "cpu", "n_workers": 1, "dashboard_address": None}, quiet=True):
+                started = [t for t in threading.enumerate() if t.name == CLIENT_IMPORTS_THREAD]
+                for t in started:
+                    t.join(60)
+                print(before, [m for m in CLIENT_IMPORTS if m in sys.modules])
+        """))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    installed = [m for m in ("zarr", "zarrs", "fsspec") if importlib.util.find_spec(m) is not None]
+    assert done.stdout.strip().splitlines()[-1] == f"[] {installed}"
 
 
 def test_one_plan_per_workflow_in_a_command(tmp_path, monkeypatch, capsys):

@@ -18,6 +18,9 @@ from .security import of_config
 WORKER_IMPORTS = ("distributed", "zarr", "zarrs", "distconv.engine.job")  # no dask.array: engine blocks do not need it
 GPU_WORKER_IMPORTS = ("dask_cuda", "cupy", "distconv.backends.cuda.zstd", "distconv.backends.cuda.transfer")
 CPU_WORKER_IMPORTS = ("distconv.backends.numpy.preload",)  # numba's kernels, loaded once
+# what a client's first write imports (engine.output creates the array through zarr, its codec
+# pipeline zarrs): imported while its local cluster starts, when the process mostly waits
+CLIENT_IMPORTS = ("zarr", "zarrs", "fsspec")
 
 # The longest a client waits for a running scheduler's workers to end their warm-up: a fixed
 # bound, not the config's connect `timeout`, since a warm-up takes seconds; one stuck past it
