@@ -48,7 +48,8 @@ def rehearse(job: Job, build: bool = True) -> dict:
     blocks of another job may be running beside it): {"built": kernels added to the node's
     cache, "seconds": how long it took}. A ``build`` (of the node's cache) also runs the
     kernels every worker's warm-up loads (prewarm.py) and the encode; without it, this
-    process's launch of the job's own kernels is all (the warm-up made the rest). (Its parts run
+    process's launch of the job's own kernels is all: the chain's and the encode's reorder (the
+    warm-up made the rest). (Its parts run
     one after another: with the chain and the encode in threads of their own, the blocks still
     built a kernel of the chain that the rehearsal had not.)"""
     dev = device(True)
@@ -69,6 +70,8 @@ def rehearse(job: Job, build: bool = True) -> dict:
             backends.counts(out, job.edges, job.uniform)
         if build:  # into pinned memory of its own: a block of another job may hold slot 0's
             shards.encode_block(job.layout, out, dev.encoder(None))
+        else:  # the encode's reorder: its copy kernel is by the block's shape (nvCOMP's the warm-up loaded)
+            shards.chunk_major(out, job.layout)
         dev.sync()
     with _launched_lock:
         _launched[_kernels_of(job)] = True

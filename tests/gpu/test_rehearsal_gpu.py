@@ -34,6 +34,32 @@ else:
 print(json.dumps({**out, "new": loader.cached_kernels() - before}))
 """
 
+# A worker's first job on a node whose kernel cache is full: its warm-up (prewarm.warm) and its
+# launch of the job (rehearse without a build, as prepare runs it) load every CuPy module the
+# blocks launch, so the blocks load none (a load waits for the busy device: ~0.2 s in each I/O
+# slot of the job). Prints the blocks' loads: [kernel names].
+LAUNCH = """
+import json, re, sys
+from distconv.engine import plan
+plan.GPU_CHUNK_BYTES = 40000
+import cupy.cuda.compiler as cc
+from distconv import batch
+from distconv.batch import direct
+from distconv.engine import prewarm
+from distconv.engine.rehearsal import rehearse
+wf = batch.load(sys.argv[1])
+job = direct.direct_job(wf, True)[0]
+prewarm.warm()
+rehearse(job, build=False)
+loads, real = [], cc._compile_with_cache_cuda
+def counted(source, *a, **k):
+    loads.append(re.findall(r"__global__\\s+void\\s+(\\w+)", source)[:2])
+    return real(source, *a, **k)
+cc._compile_with_cache_cuda = counted
+assert batch.run(wf, progress=False)["path"] == "direct"
+print(json.dumps(loads))
+"""
+
 CASES = {
     "conv5": ("float32", (203, 161), [{"op": "correlate", "weights": [[0.04] * 5] * 5}], {}),
     "chain_hist": ("float32", (190, 97), [{"op": "gaussian_filter", "sigma": 1.5}, {"op": "laplace"}],
@@ -187,3 +213,22 @@ def test_a_rehearsal_leaves_the_frames_slot_0_holds_alone(tmp_path):
     held[:] = 7
     rehearse(job)
     assert (held == 7).all()
+
+
+@pytest.mark.parametrize("case", ["conv5", "gauss3d", "chain_hist"])
+def test_a_worker_s_launch_of_a_job_loads_every_kernel_its_blocks_launch(tmp_path, case):
+    import os
+
+    dtype, shape, steps, outputs = CASES[case]
+    src = tmp_path / "in.zarr"
+    z = zarr.create_array(str(src), shape=shape, chunks=(16,) + shape[1:], dtype=dtype)
+    z[...] = np.random.default_rng(3).standard_normal(shape).astype(dtype)
+    wf = tmp_path / "wf.yaml"
+    wf.write_text(yaml.safe_dump({"input": {"path": str(src)}, "steps": steps, "device": "gpu",
+                                  "outputs": {"path": str(tmp_path / "out.zarr"), **outputs}}))
+    cache = tmp_path / "kernel-cache"
+    _child("rehearse", wf, cache)  # the node's build: the cache holds every kernel the blocks launch
+    res = subprocess.run([sys.executable, "-c", LAUNCH, str(wf)], capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "CUPY_CACHE_DIR": str(cache)})
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert json.loads(res.stdout.strip().splitlines()[-1]) == [], "the blocks loaded kernels the launch did not"
