@@ -220,13 +220,12 @@ def test_a_worker_launches_a_jobs_kernels_once_before_its_blocks(tmp_path, monke
 
     def rehearse(j, build=True):
         ran.append(build)
-        rehearsal._launched[rehearsal._kernels_of(j)] = True
 
     monkeypatch.setattr(rehearsal, "rehearse", rehearse)
     (tmp_path / "mark").touch()  # the host's build is done: nothing to wait for
-    monkeypatch.setattr(rehearsal, "_mark", lambda j: tmp_path / "mark")
+    monkeypatch.setattr(rehearsal, "_mark", lambda kernels: tmp_path / "mark")
     monkeypatch.setattr(rehearsal, "rehearse_once",
-                        lambda j: built.append(j) or {"built": 3, "seconds": 0.1, "skipped": False})
+                        lambda j, mark: built.append(j) or {"built": 3, "seconds": 0.1, "skipped": False})
     assert rehearsal.prepare(job, False)["skipped"] and ran == [False] and built == []
     again = dataclasses.replace(job, src="elsewhere.zarr", dst="other.zarr", run="r2")
     assert rehearsal.prepare(again, False)["skipped"] and ran == [False]
@@ -235,9 +234,14 @@ def test_a_worker_launches_a_jobs_kernels_once_before_its_blocks(tmp_path, monke
     rehearsal.prepare(other, False)
     assert ran == [False, False]
     # a host's builder whose node had the job built (its mark) still launches it in its process
-    monkeypatch.setattr(rehearsal, "rehearse_once", lambda j: {"built": 0, "seconds": 0.0, "skipped": True})
+    monkeypatch.setattr(rehearsal, "rehearse_once", lambda j, mark: {"built": 0, "seconds": 0.0, "skipped": True})
     third = dataclasses.replace(job, in_shape=(70, 40))
     assert rehearsal.prepare(third, True)["skipped"] and ran == [False, False, False]
+    # a builder's own build launched the job in its process: remembered, not launched again
+    monkeypatch.setattr(rehearsal, "rehearse_once", lambda j, mark: {"built": 2, "seconds": 0.1, "skipped": False})
+    fourth = dataclasses.replace(job, in_shape=(80, 40))
+    assert not rehearsal.prepare(fourth, True)["skipped"]
+    assert rehearsal.prepare(fourth, False)["skipped"] and ran == [False, False, False]
 
 
 def test_a_worker_waits_for_its_hosts_build_only_while_one_runs(tmp_path, monkeypatch):

@@ -49,9 +49,9 @@ def rehearse(job: Job, build: bool = True) -> dict:
     cache, "seconds": how long it took}. A ``build`` (of the node's cache) also runs the
     kernels every worker's warm-up loads (prewarm.py) and the encode; without it, this
     process's launch of the job's own kernels is all: the chain's and the encode's reorder (the
-    warm-up made the rest). (Its parts run
-    one after another: with the chain and the encode in threads of their own, the blocks still
-    built a kernel of the chain that the rehearsal had not.)"""
+    warm-up made the rest). (Its parts run one after another: with the chain and the encode in
+    threads of their own, the blocks still built a kernel of the chain that the rehearsal had
+    not.)"""
     dev = device(True)
     dev.zeros((1,), np.uint8)  # the CUDA context first, once
     before, t = dev.kernels_cached(), time.perf_counter()
@@ -73,10 +73,6 @@ def rehearse(job: Job, build: bool = True) -> dict:
         else:  # the encode's reorder: its copy kernel is by the block's shape (nvCOMP's the warm-up loaded)
             shards.chunk_major(out, job.layout)
         dev.sync()
-    with _launched_lock:
-        _launched[_kernels_of(job)] = True
-        while len(_launched) > LAUNCHED_KEPT:
-            del _launched[next(iter(_launched))]
     return {"built": dev.kernels_cached() - before, "seconds": round(time.perf_counter() - t, 2)}
 
 
@@ -99,18 +95,23 @@ def prepare(job: Job, build: bool) -> dict:
     "seconds", "skipped": the node had them built}."""
     done, key = {"built": 0, "seconds": 0.0, "skipped": True}, _kernels_of(job)
     if build:
-        done = rehearse_once(job)
+        done = rehearse_once(job, _mark(key))
     elif key not in _launched:
-        _wait_for_build(_mark(job))
-    if key not in _launched:  # (a build here ran them already)
+        _wait_for_build(_mark(key))
+    if key not in _launched and done["skipped"]:  # (a build here launched them)
         rehearse(job, build=False)
+    with _launched_lock:
+        _launched[key] = True
+        while len(_launched) > LAUNCHED_KEPT:
+            del _launched[next(iter(_launched))]
     return done
 
 
-def rehearse_once(job: Job) -> dict:
-    """rehearse(job) unless this node rehearsed a job of the same kernels before (``_mark``),
-    then mark it: {"built", "seconds", "skipped"}. A file beside the mark says while it builds."""
-    mark = _mark(job)
+def rehearse_once(job: Job, mark=None) -> dict:
+    """rehearse(job) unless this node rehearsed a job of the same kernels before (its ``mark``,
+    default ``_mark``), then mark it: {"built", "seconds", "skipped"}. A file beside the mark
+    says while it builds."""
+    mark = _mark(_kernels_of(job)) if mark is None else mark
     if mark.exists():
         return {"built": 0, "seconds": 0.0, "skipped": True}
     mark.parent.mkdir(parents=True, exist_ok=True)
@@ -141,7 +142,7 @@ def _wait_for_build(mark):
         time.sleep(0.05)
 
 
-def _mark(job: Job):
+def _mark(kernels: str):
     """The node's mark of a rehearsed job, in its kernel cache: named by the job's kernels
     (``_kernels_of``), the kernel sources, the compiler and the GPU's architecture (clearing
     the cache clears the marks)."""
@@ -149,7 +150,7 @@ def _mark(job: Job):
     from pathlib import Path
 
     folder, build = device(True).kernel_cache()
-    what = repr((_kernels_of(job), build))
+    what = repr((kernels, build))
     return Path(folder) / MARKS / hashlib.sha256(what.encode()).hexdigest()[:32]
 
 

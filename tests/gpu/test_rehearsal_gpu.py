@@ -13,6 +13,8 @@ import pytest
 import yaml
 import zarr
 
+from ..helpers import assert_matches
+
 pytestmark = pytest.mark.gpu
 
 CHILD = """
@@ -232,3 +234,10 @@ def test_a_worker_s_launch_of_a_job_loads_every_kernel_its_blocks_launch(tmp_pat
                          env={**os.environ, "CUPY_CACHE_DIR": str(cache)})
     assert res.returncode == 0, res.stderr[-3000:]
     assert json.loads(res.stdout.strip().splitlines()[-1]) == [], "the blocks loaded kernels the launch did not"
+    from distconv import batch  # the blocks' values: the CPU path's (numpy's kernels) on the same workflow
+
+    cpu = tmp_path / "cpu.yaml"
+    cpu.write_text(yaml.safe_dump({"input": {"path": str(src)}, "steps": steps, "device": "cpu",
+                                   "outputs": {"path": str(tmp_path / "cpu.zarr")}}))
+    batch.run(batch.load(str(cpu)), progress=False)
+    assert_matches(zarr.open_array(str(tmp_path / "out.zarr"))[...], zarr.open_array(str(tmp_path / "cpu.zarr"))[...])
